@@ -1,0 +1,54 @@
+// BoundedCommunicator: one explicit byte budget applied to an existing group.
+//
+// Wraps an already connected communicator (same devices, same tuning) and passes
+// max_chunk_bytes to every call. The budget covers the tensor payload of each
+// message; it excludes metadata, the complete result tensors and scratch. A
+// non-empty message must fit one complete element (one row for all_to_all_v and
+// for row-split tensors); otherwise the call fails with kBudgetTooSmall, naming
+// the budget and the row size. All ranks use the same budget.
+// Chunked arithmetic may order floating reductions differently from unchunked.
+#pragma once
+
+#include <memory>
+
+#include "ruccl/communicator.hpp"
+
+namespace ruccl {
+
+class BoundedCommunicator {
+ public:
+  BoundedCommunicator(std::shared_ptr<Communicator> inner, std::size_t max_chunk_bytes)
+      : inner_(std::move(inner)), max_chunk_bytes_(max_chunk_bytes) {}
+
+  std::size_t max_chunk_bytes() const { return max_chunk_bytes_; }
+  const std::shared_ptr<Communicator>& inner() const { return inner_; }
+  std::size_t world_size() const { return inner_->world_size(); }
+
+  Result<Tensor> all_reduce(std::size_t rank, const TensorView& in, ReduceOp op) {
+    return inner_->all_reduce(rank, in, op, options());
+  }
+  Result<std::optional<Tensor>> reduce(std::size_t rank, const TensorView& in, ReduceOp op,
+                                       std::size_t root) {
+    return inner_->reduce(rank, in, op, root, options());
+  }
+  Result<Tensor> broadcast(std::size_t rank, const TensorView* in) {
+    return inner_->broadcast(rank, in, options());
+  }
+  Result<Tensor> all_gather(std::size_t rank, const TensorView& in) {
+    return inner_->all_gather(rank, in, options());
+  }
+  Result<Tensor> reduce_scatter(std::size_t rank, const TensorView& in, ReduceOp op) {
+    return inner_->reduce_scatter(rank, in, op, options());
+  }
+  Result<AllToAllV> all_to_all_v(std::size_t rank, const TensorView& in,
+                                 std::span<const std::size_t> send_counts) {
+    return inner_->all_to_all_v(rank, in, send_counts, options());
+  }
+
+ private:
+  CallOptions options() const { return CallOptions{max_chunk_bytes_}; }
+  std::shared_ptr<Communicator> inner_;
+  std::size_t max_chunk_bytes_;
+};
+
+}  // namespace ruccl

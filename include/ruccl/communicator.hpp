@@ -1,0 +1,131 @@
+// The in-process native communicator: an ordered group of distinct devices, one
+// thread per device rank.
+//
+// Every call blocks its rank's thread until the collective (a "generation")
+// completes on every rank, and then returns the same outcome on every rank: all
+// succeed, or all get the same typed error naming the rank and the collective's
+// sequence number. Generations are reusable: call collectives back to back.
+// Ranks must call the same collectives, in the same order, with agreeing
+// arguments (dtype, counts/shape, op, root); a disagreement is a typed error.
+//
+// Forms of every collective:
+//   value form   all_reduce(rank, in, op) -> Tensor: a new tensor; `in` is unchanged.
+//   into form    all_reduce_into(rank, in, out, op): the caller's output view.
+//   in-place     the into form with out.data == in.data.
+// Views must stay valid until the call returns on this rank.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "ruccl/config.hpp"
+#include "ruccl/device.hpp"
+#include "ruccl/status.hpp"
+#include "ruccl/tensor.hpp"
+
+namespace ruccl {
+
+enum class CollectiveKind : std::uint8_t {
+  kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAllToAllV
+};
+std::string_view collective_name(CollectiveKind kind) noexcept;
+
+struct CallOptions {
+  // Overrides Config::max_chunk_bytes for this call (all ranks must agree).
+  std::optional<std::size_t> max_chunk_bytes;
+};
+
+// all_to_all_v's result: rows received from each source, in source-rank order.
+struct AllToAllV {
+  Tensor data;                          // shape [sum(recv_counts), row...]
+  std::vector<std::size_t> recv_counts;  // rows from each source rank
+};
+
+class Communicator {
+ public:
+  // A group of distinct devices in the caller's exact rank order, served by `adapter`.
+  static Result<std::shared_ptr<Communicator>> create(std::vector<DeviceId> devices,
+                                                      std::shared_ptr<DeviceAdapter> adapter,
+                                                      Config config);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  std::size_t world_size() const;
+  const std::vector<DeviceId>& devices() const;
+  const Config& config() const;
+
+  // --- all-reduce: every rank gets the reduction of all inputs.
+  Result<Tensor> all_reduce(std::size_t rank, const TensorView& in, ReduceOp op, CallOptions = {});
+  Status all_reduce_into(std::size_t rank, const TensorView& in, const TensorView& out,
+                         ReduceOp op, CallOptions = {});
+  // --- reduce: the root gets the reduction; other ranks get nothing (their
+  //     `out` is not touched and may be empty).
+  Result<std::optional<Tensor>> reduce(std::size_t rank, const TensorView& in, ReduceOp op,
+                                       std::size_t root, CallOptions = {});
+  Status reduce_into(std::size_t rank, const TensorView& in, const TensorView& out, ReduceOp op,
+                     std::size_t root, CallOptions = {});
+  // --- broadcast: exactly one rank (the root) passes a tensor, the others pass none.
+  Result<Tensor> broadcast(std::size_t rank, const TensorView* in, CallOptions = {});
+  // The root's `in` is copied into every rank's `out` (the root's too, unless in-place).
+  Status broadcast_into(std::size_t rank, const TensorView* in, const TensorView& out,
+                        CallOptions = {});
+  // --- all-gather: inputs of shape [rows, ...] (equal on all ranks) are
+  //     concatenated in rank order along axis 0: [world*rows, ...].
+  Result<Tensor> all_gather(std::size_t rank, const TensorView& in, CallOptions = {});
+  Status all_gather_into(std::size_t rank, const TensorView& in, const TensorView& out,
+                         CallOptions = {});
+  // --- reduce-scatter: the reduction of inputs [rows, ...] is split along axis 0
+  //     into world balanced shards (the first rows % world ranks get one row more);
+  //     rank r gets shard r. In-place: shard r is left at its own offset in `in`.
+  Result<Tensor> reduce_scatter(std::size_t rank, const TensorView& in, ReduceOp op,
+                                CallOptions = {});
+  Status reduce_scatter_into(std::size_t rank, const TensorView& in, const TensorView& out,
+                             ReduceOp op, CallOptions = {});
+  // --- all-to-all-v: `in` holds rows [sum(send_counts), row...], sent to rank
+  //     d in blocks in destination order; send_counts[d] rows go to rank d.
+  //     Row widths and dtypes must agree across ranks.
+  Result<AllToAllV> all_to_all_v(std::size_t rank, const TensorView& in,
+                                 std::span<const std::size_t> send_counts, CallOptions = {});
+  // `out` must hold at least the received rows; recv_counts gets the rows per source.
+  Status all_to_all_v_into(std::size_t rank, const TensorView& in,
+                           std::span<const std::size_t> send_counts, const TensorView& out,
+                           std::vector<std::size_t>& recv_counts, CallOptions = {});
+
+  // Wakes every blocked rank with kAborted and makes every later call fail with
+  // kAborted. Returns at once; never waits for the blocked ranks.
+  void abort(std::string reason);
+  bool aborted() const;
+  // Sequence number of the next collective `rank` will call (0 first).
+  std::uint64_t next_sequence(std::size_t rank) const;
+
+  struct Impl;
+
+ private:
+  explicit Communicator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Returns the same communicator for the same ordered device group (until that
+// one is aborted; then a fresh one). One registry per adapter; no global state.
+class CommunicatorRegistry {
+ public:
+  CommunicatorRegistry(std::shared_ptr<DeviceAdapter> adapter, Config config);
+  Result<std::shared_ptr<Communicator>> communicator(const std::vector<DeviceId>& devices);
+  // Aborts and forgets every communicator.
+  void clear(const std::string& reason);
+
+ private:
+  std::shared_ptr<DeviceAdapter> adapter_;
+  Config config_;
+  std::mutex mutex_;
+  std::map<std::vector<DeviceId>, std::shared_ptr<Communicator>> groups_;
+};
+
+}  // namespace ruccl

@@ -1,0 +1,68 @@
+// Config: every tunable of ruccl, read once and passed down.
+//
+// Build one from code (the with_* setters) or from the environment
+// (Config::from_env, which reads every RUCCL_* variable in one place).
+// Nothing below this layer reads the environment.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "ruccl/status.hpp"
+
+namespace ruccl {
+
+// Strategy inside one process/node. Only the ring exists today; the enum is the
+// place where centralized/tree variants for small tensors will be added.
+enum class LocalStrategy : std::uint8_t { kRing };
+// Strategy across processes/nodes (used by the multinode layer).
+enum class GlobalStrategy : std::uint8_t { kHierarchical, kFlatRing };
+
+class Config {
+ public:
+  static constexpr std::size_t kDefaultMaxChunkBytes = std::size_t{4} << 20;   // 4 MiB
+  static constexpr std::size_t kDefaultSegmentBytes = std::size_t{1} << 20;    // 1 MiB
+  static constexpr std::chrono::milliseconds kDefaultTimeout{300'000};         // 300 s
+
+  // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
+  // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring), RUCCL_LOCAL_ALGO (ring),
+  // RUCCL_NUM_DEVICES. An unparsable value is an error naming the variable.
+  static Result<Config> from_env();
+  // Same, over `base` instead of the defaults.
+  static Result<Config> from_env(Config base);
+
+  Config& with_num_devices(std::size_t n) { num_devices_ = n; return *this; }
+  Config& with_max_chunk_bytes(std::size_t bytes) { max_chunk_bytes_ = bytes; return *this; }
+  Config& with_segment_bytes(std::size_t bytes) { segment_bytes_ = bytes; return *this; }
+  Config& with_timeout(std::chrono::milliseconds t) { timeout_ = t; return *this; }
+  Config& with_local_strategy(LocalStrategy s) { local_ = s; return *this; }
+  Config& with_global_strategy(GlobalStrategy s) { global_ = s; return *this; }
+
+  // Number of local participating devices (ranks in this process).
+  std::size_t num_devices() const { return num_devices_; }
+  // Byte budget for the tensor payload of one message. Excludes metadata,
+  // complete result tensors and scratch.
+  std::size_t max_chunk_bytes() const { return max_chunk_bytes_; }
+  // Pipelining unit of broadcast and reduce (also capped by max_chunk_bytes).
+  std::size_t segment_bytes() const { return segment_bytes_; }
+  // Deadline of every blocking wait of one collective.
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  LocalStrategy local_strategy() const { return local_; }
+  GlobalStrategy global_strategy() const { return global_; }
+
+  // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1, timeout > 0).
+  Status validate() const;
+
+ private:
+  std::size_t num_devices_ = 1;
+  std::size_t max_chunk_bytes_ = kDefaultMaxChunkBytes;
+  std::size_t segment_bytes_ = kDefaultSegmentBytes;
+  std::chrono::milliseconds timeout_ = kDefaultTimeout;
+  LocalStrategy local_ = LocalStrategy::kRing;
+  GlobalStrategy global_ = GlobalStrategy::kHierarchical;
+};
+
+std::string_view global_strategy_name(GlobalStrategy s) noexcept;
+
+}  // namespace ruccl

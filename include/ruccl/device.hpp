@@ -1,0 +1,115 @@
+// The device-adapter contract: everything a backend must do, and nothing more.
+//
+// Algorithms (src/ring) are written once over this contract. A backend only moves
+// ranges and does local arithmetic; it never knows which collective it serves.
+//
+// Life of one collective on rank r (all verbs run on rank r's own thread):
+//   prepare  - before the rendezvous: check r's tensor and capture its producer
+//              stream (CUDA records an event). Never waits for other ranks.
+//   begin    - after the rendezvous, once the buffers of every rank are known:
+//              order r's queue after the captured producer work.
+//   allocate / copy - r's output or scratch memory, and local copies
+//              (the input into the working buffer, a result range into the output).
+//   exchange - one step of an algorithm: r pulls its incoming ranges from peers'
+//              send buffers and copies or reduces them into its own recv buffer.
+//   scale    - divides a range by the world size (Mean).
+//   finish   - completes r's queued work and makes the caller's stream wait on it.
+//
+// Ordering: the caller runs a step barrier between consecutive exchanges, so when
+// exchange(step k) starts on any rank, exchange(step k-1) has completed on all
+// ranks. Within one step, the schedules guarantee that no range a peer reads is
+// written in that step ("all sends precede destination writes"). A multi-rank
+// adapter that queues work asynchronously (CUDA) must make the reads of step k
+// wait for the writes of step k-1 on the source's queue.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "ruccl/status.hpp"
+#include "ruccl/tensor.hpp"
+#include "ruccl/types.hpp"
+
+namespace ruccl {
+
+// A range of elements: [offset, offset + count).
+struct Range {
+  std::size_t offset = 0;
+  std::size_t count = 0;
+  std::size_t end() const { return offset + count; }
+  friend bool operator==(const Range&, const Range&) = default;
+};
+
+enum class Combine : std::uint8_t { kCopy, kReduce };
+
+// One message of one step, seen from one side. For a receive, `peer` is the source
+// rank; for a send, the destination. Offsets and counts are in elements.
+struct Transfer {
+  std::size_t peer = 0;
+  Range src;                // in the source's send buffer
+  std::size_t dst_offset = 0;  // in the destination's recv buffer
+  friend bool operator==(const Transfer&, const Transfer&) = default;
+};
+
+// Whatever an adapter captured in prepare (a CUDA event, a stream).
+class AdapterState {
+ public:
+  virtual ~AdapterState() = default;
+};
+
+// One rank's buffers during one collective. Transfers read `send` of the source
+// and write `recv` of the destination. Either may be null when the rank's side of
+// the algorithm has no data (a receiver's send in broadcast, a root-less reduce).
+struct RankBuffers {
+  DeviceId device{};
+  void* stream = nullptr;          // the caller's stream (CUDA); null on the host
+  const void* send = nullptr;
+  std::size_t send_count = 0;
+  void* recv = nullptr;
+  std::size_t recv_count = 0;
+  std::shared_ptr<AdapterState> state;  // from prepare
+};
+
+// Shared by all ranks of one generation. During a step, rank r writes only
+// ranks[r] and the memory its recv buffer points to.
+struct Work {
+  DataType dtype = DataType::kF32;
+  ReduceOp op = ReduceOp::kSum;
+  std::size_t world = 0;
+  std::vector<RankBuffers> ranks;
+};
+
+// A backend. One instance serves every rank of a group, from the ranks' threads
+// concurrently: implementations are thread-safe. Every verb blocks only on its own
+// rank's work. Adapters may throw; the caller turns exceptions into kDeviceError.
+class DeviceAdapter {
+ public:
+  virtual ~DeviceAdapter() = default;
+  virtual DeviceKind kind() const noexcept = 0;
+
+  // Checks that `view` lives on `device` (and, for CUDA, captures its producer
+  // stream). Returns the state begin() will find in RankBuffers::state.
+  virtual Result<std::shared_ptr<AdapterState>> prepare(const TensorView& view, DeviceId device) = 0;
+  virtual Status begin(Work& work, std::size_t rank) = 0;
+  // `bytes` of memory on `device`, freed when the last owner lets go.
+  virtual Result<std::shared_ptr<void>> allocate(DeviceId device, std::size_t bytes) = 0;
+  // Copies `count` elements of work.dtype between two buffers of `rank`'s device.
+  virtual Status copy(Work& work, std::size_t rank, void* dst, const void* src, std::size_t count) = 0;
+  // rank's incoming transfers of one step (see the ordering note above).
+  virtual Status exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
+                          Combine combine) = 0;
+  // data[i] /= divisor for `count` elements of work.dtype (Mean's final scaling).
+  virtual Status scale(Work& work, std::size_t rank, void* data, std::size_t count,
+                       std::size_t divisor) = 0;
+  virtual Status finish(Work& work, std::size_t rank) = 0;
+};
+
+// The host CPU adapter (always built).
+std::shared_ptr<DeviceAdapter> make_host_adapter();
+// The adapter for `kind`: kUnsupported when this build lacks it (CUDA without the
+// toolkit) or, for CUDA, when no GPU is usable.
+Result<std::shared_ptr<DeviceAdapter>> make_adapter(DeviceKind kind);
+
+}  // namespace ruccl

@@ -1,0 +1,17 @@
+// Which adapter serves which device kind. The CUDA backend (src/device/cuda)
+// replaces the kCuda branch when it is built.
+#include "ruccl/device.hpp"
+
+namespace ruccl {
+
+Result<std::shared_ptr<DeviceAdapter>> make_adapter(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kHost: return make_host_adapter();
+    case DeviceKind::kCuda:
+      return Status(ErrorCode::kUnsupported,
+                    "this ruccl build has no CUDA device backend (RUCCL_WITH_CUDA)");
+  }
+  return Status(ErrorCode::kInvalidArgument, "unknown device kind");
+}
+
+}  // namespace ruccl

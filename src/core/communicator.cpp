@@ -1,0 +1,255 @@
+// The in-process native communicator: request building, the per-call protocol
+// (check locally, prepare, rendezvous, execute, depart) and the registry.
+#include "ruccl/communicator.hpp"
+
+#include <algorithm>
+#include <atomic>
+
+#include "core/engine.hpp"
+#include "core/rendezvous.hpp"
+
+namespace ruccl {
+
+std::string_view collective_name(CollectiveKind kind) noexcept {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return "all_reduce";
+    case CollectiveKind::kReduce: return "reduce";
+    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kAllGather: return "all_gather";
+    case CollectiveKind::kReduceScatter: return "reduce_scatter";
+    case CollectiveKind::kAllToAllV: return "all_to_all_v";
+  }
+  return "?";
+}
+
+struct Communicator::Impl {
+  Impl(std::vector<DeviceId> devs, std::shared_ptr<DeviceAdapter> adp, Config cfg)
+      : devices(std::move(devs)),
+        adapter(std::move(adp)),
+        config(std::move(cfg)),
+        rendezvous(devices.size()),
+        next_seq(devices.size()) {}
+
+  Result<core::RankOutcome> call(std::size_t rank, core::Request req, const CallOptions& options);
+
+  const std::vector<DeviceId> devices;
+  const std::shared_ptr<DeviceAdapter> adapter;
+  const Config config;
+  core::Rendezvous rendezvous;
+  std::vector<std::atomic<std::uint64_t>> next_seq;  // per rank; ranks agree on order
+};
+
+Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Request req,
+                                                   const CallOptions& options) {
+  if (rank >= devices.size())
+    return Status(ErrorCode::kInvalidArgument,
+                  "rank " + std::to_string(rank) + " is outside a world of " +
+                      std::to_string(devices.size()));
+  if (auto broken = rendezvous.broken()) return *broken;
+  const std::uint64_t seq = next_seq[rank].fetch_add(1);
+  req.max_chunk_bytes = options.max_chunk_bytes.value_or(config.max_chunk_bytes());
+  if (!req.has_input) req.in.device = devices[rank];
+
+  // Check what this rank alone can check, and capture its tensor. A failure here
+  // is not returned yet: it travels to the rendezvous so every rank gets it.
+  Result<core::Geometry> local = core::check_local(req, rank, devices.size(), devices[rank]);
+  std::shared_ptr<AdapterState> state;
+  if (local.is_ok()) {
+    const TensorView& view = req.has_input ? req.in : (req.out ? *req.out : req.in);
+    auto prepared = core::guarded([&] { return adapter->prepare(view, devices[rank]); });
+    if (prepared.is_ok()) state = std::move(prepared.value());
+    else local = prepared.status();
+  }
+
+  const auto deadline = core::Clock::now() + config.timeout();
+  auto generation = rendezvous.arrive(rank, seq, req, local, deadline);
+  RUCCL_TRY(generation);
+  Result<core::RankOutcome> outcome = generation.value()->plan.status();
+  if (generation.value()->plan.is_ok()) {
+    core::RankJob job;
+    job.rank = rank;
+    job.request = &req;
+    job.geometry = &local.value();
+    job.generation = generation.value();
+    job.rendezvous = &rendezvous;
+    job.adapter = adapter.get();
+    job.state = std::move(state);
+    job.segment_bytes = config.segment_bytes();
+    job.deadline = deadline;
+    outcome = core::execute(job);
+  }
+  rendezvous.depart(rank);
+  return outcome;
+}
+
+Result<std::shared_ptr<Communicator>> Communicator::create(std::vector<DeviceId> devices,
+                                                           std::shared_ptr<DeviceAdapter> adapter,
+                                                           Config config) {
+  if (devices.empty())
+    return Status(ErrorCode::kInvalidArgument, "a communicator needs at least one device");
+  if (!adapter) return Status(ErrorCode::kInvalidArgument, "the device adapter is null");
+  RUCCL_TRY(config.validate());
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i].kind != adapter->kind())
+      return Status(ErrorCode::kInvalidArgument,
+                    "device " + device_name(devices[i]) + " (rank " + std::to_string(i) +
+                        ") is not served by the " +
+                        std::string(device_kind_name(adapter->kind())) + " adapter");
+    for (std::size_t j = 0; j < i; ++j)
+      if (devices[j] == devices[i])
+        return Status(ErrorCode::kInvalidArgument,
+                      "devices must be distinct: ranks " + std::to_string(j) + " and " +
+                          std::to_string(i) + " both use " + device_name(devices[i]));
+  }
+  auto impl = std::make_unique<Impl>(std::move(devices), std::move(adapter), std::move(config));
+  return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() = default;
+
+std::size_t Communicator::world_size() const { return impl_->devices.size(); }
+const std::vector<DeviceId>& Communicator::devices() const { return impl_->devices; }
+const Config& Communicator::config() const { return impl_->config; }
+
+void Communicator::abort(std::string reason) {
+  impl_->rendezvous.abort(Status(ErrorCode::kAborted, std::move(reason)));
+}
+bool Communicator::aborted() const { return impl_->rendezvous.broken().has_value(); }
+std::uint64_t Communicator::next_sequence(std::size_t rank) const {
+  return rank < impl_->next_seq.size() ? impl_->next_seq[rank].load() : 0;
+}
+
+namespace {
+
+core::Request make(CollectiveKind kind, const TensorView& in, std::optional<TensorView> out) {
+  core::Request req;
+  req.kind = kind;
+  req.dtype = in.dtype;
+  req.shape = in.shape;
+  req.in = in;
+  req.out = std::move(out);
+  return req;
+}
+
+Result<Tensor> tensor_of(Result<core::RankOutcome> r) {
+  RUCCL_TRY(r);
+  if (!r.value().tensor) return Status(ErrorCode::kInternal, "collective produced no tensor");
+  return std::move(*r.value().tensor);
+}
+
+}  // namespace
+
+Result<Tensor> Communicator::all_reduce(std::size_t rank, const TensorView& in, ReduceOp op,
+                                        CallOptions o) {
+  auto req = make(CollectiveKind::kAllReduce, in, std::nullopt);
+  req.op = op;
+  return tensor_of(impl_->call(rank, std::move(req), o));
+}
+
+Status Communicator::all_reduce_into(std::size_t rank, const TensorView& in, const TensorView& out,
+                                     ReduceOp op, CallOptions o) {
+  auto req = make(CollectiveKind::kAllReduce, in, out);
+  req.op = op;
+  return impl_->call(rank, std::move(req), o).status();
+}
+
+Result<std::optional<Tensor>> Communicator::reduce(std::size_t rank, const TensorView& in,
+                                                   ReduceOp op, std::size_t root, CallOptions o) {
+  auto req = make(CollectiveKind::kReduce, in, std::nullopt);
+  req.op = op;
+  req.root = root;
+  auto r = impl_->call(rank, std::move(req), o);
+  RUCCL_TRY(r);
+  return std::move(r.value().tensor);
+}
+
+Status Communicator::reduce_into(std::size_t rank, const TensorView& in, const TensorView& out,
+                                 ReduceOp op, std::size_t root, CallOptions o) {
+  auto req = make(CollectiveKind::kReduce, in, out);
+  req.op = op;
+  req.root = root;
+  return impl_->call(rank, std::move(req), o).status();
+}
+
+Result<Tensor> Communicator::broadcast(std::size_t rank, const TensorView* in, CallOptions o) {
+  auto req = make(CollectiveKind::kBroadcast, in ? *in : TensorView{}, std::nullopt);
+  req.has_input = in != nullptr;
+  return tensor_of(impl_->call(rank, std::move(req), o));
+}
+
+Status Communicator::broadcast_into(std::size_t rank, const TensorView* in, const TensorView& out,
+                                    CallOptions o) {
+  auto req = make(CollectiveKind::kBroadcast, in ? *in : out, out);
+  req.has_input = in != nullptr;
+  if (!in) req.in = TensorView{nullptr, out.dtype, {}, out.device, out.stream};
+  return impl_->call(rank, std::move(req), o).status();
+}
+
+Result<Tensor> Communicator::all_gather(std::size_t rank, const TensorView& in, CallOptions o) {
+  return tensor_of(impl_->call(rank, make(CollectiveKind::kAllGather, in, std::nullopt), o));
+}
+
+Status Communicator::all_gather_into(std::size_t rank, const TensorView& in, const TensorView& out,
+                                     CallOptions o) {
+  return impl_->call(rank, make(CollectiveKind::kAllGather, in, out), o).status();
+}
+
+Result<Tensor> Communicator::reduce_scatter(std::size_t rank, const TensorView& in, ReduceOp op,
+                                            CallOptions o) {
+  auto req = make(CollectiveKind::kReduceScatter, in, std::nullopt);
+  req.op = op;
+  return tensor_of(impl_->call(rank, std::move(req), o));
+}
+
+Status Communicator::reduce_scatter_into(std::size_t rank, const TensorView& in,
+                                         const TensorView& out, ReduceOp op, CallOptions o) {
+  auto req = make(CollectiveKind::kReduceScatter, in, out);
+  req.op = op;
+  return impl_->call(rank, std::move(req), o).status();
+}
+
+Result<AllToAllV> Communicator::all_to_all_v(std::size_t rank, const TensorView& in,
+                                             std::span<const std::size_t> send_counts,
+                                             CallOptions o) {
+  auto req = make(CollectiveKind::kAllToAllV, in, std::nullopt);
+  req.send_counts.assign(send_counts.begin(), send_counts.end());
+  auto r = impl_->call(rank, std::move(req), o);
+  RUCCL_TRY(r);
+  if (!r.value().tensor) return Status(ErrorCode::kInternal, "all_to_all_v produced no tensor");
+  return AllToAllV{std::move(*r.value().tensor), std::move(r.value().recv_counts)};
+}
+
+Status Communicator::all_to_all_v_into(std::size_t rank, const TensorView& in,
+                                       std::span<const std::size_t> send_counts,
+                                       const TensorView& out,
+                                       std::vector<std::size_t>& recv_counts, CallOptions o) {
+  auto req = make(CollectiveKind::kAllToAllV, in, out);
+  req.send_counts.assign(send_counts.begin(), send_counts.end());
+  auto r = impl_->call(rank, std::move(req), o);
+  RUCCL_TRY(r);
+  recv_counts = std::move(r.value().recv_counts);
+  return Status::ok();
+}
+
+CommunicatorRegistry::CommunicatorRegistry(std::shared_ptr<DeviceAdapter> adapter, Config config)
+    : adapter_(std::move(adapter)), config_(std::move(config)) {}
+
+Result<std::shared_ptr<Communicator>> CommunicatorRegistry::communicator(
+    const std::vector<DeviceId>& devices) {
+  std::lock_guard lock(mutex_);
+  auto it = groups_.find(devices);
+  if (it != groups_.end() && !it->second->aborted()) return it->second;
+  auto created = Communicator::create(devices, adapter_, config_);
+  RUCCL_TRY(created);
+  groups_[devices] = created.value();
+  return created;
+}
+
+void CommunicatorRegistry::clear(const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  for (auto& [devices, comm] : groups_) comm->abort(reason);
+  groups_.clear();
+}
+
+}  // namespace ruccl

@@ -1,0 +1,95 @@
+// Config::from_env is the only place in ruccl that reads RUCCL_* variables.
+#include "ruccl/config.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+namespace ruccl {
+namespace {
+
+Status bad_env(const char* name, const std::string& value, const char* expected) {
+  return Status(ErrorCode::kInvalidArgument,
+                std::string(name) + "='" + value + "' is not " + expected);
+}
+
+// Unsigned byte/count value, with optional K/M/G suffix (powers of 1024).
+Result<std::size_t> parse_size(const char* name, const std::string& text) {
+  std::size_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr == text.data()) return bad_env(name, text, "a byte count");
+  std::size_t shift = 0;
+  if (ptr != end) {
+    switch (*ptr) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      default: return bad_env(name, text, "a byte count (suffix K, M or G)");
+    }
+    if (ptr + 1 != end) return bad_env(name, text, "a byte count (suffix K, M or G)");
+  }
+  if (shift && value > (SIZE_MAX >> shift)) return bad_env(name, text, "a byte count in range");
+  return value << shift;
+}
+
+}  // namespace
+
+Result<Config> Config::from_env() { return from_env(Config{}); }
+
+Result<Config> Config::from_env(Config base) {
+  Config c = base;
+  if (const char* v = std::getenv("RUCCL_TIMEOUT")) {
+    char* end = nullptr;
+    const double seconds = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !std::isfinite(seconds) || seconds <= 0 || seconds > 1e7)
+      return bad_env("RUCCL_TIMEOUT", v, "a positive number of seconds");
+    c.timeout_ = std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
+  }
+  if (const char* v = std::getenv("RUCCL_MAX_CHUNK_BYTES")) {
+    auto r = parse_size("RUCCL_MAX_CHUNK_BYTES", v);
+    RUCCL_TRY(r);
+    c.max_chunk_bytes_ = r.value();
+  }
+  if (const char* v = std::getenv("RUCCL_SEGMENT_BYTES")) {
+    auto r = parse_size("RUCCL_SEGMENT_BYTES", v);
+    RUCCL_TRY(r);
+    c.segment_bytes_ = r.value();
+  }
+  if (const char* v = std::getenv("RUCCL_NUM_DEVICES")) {
+    auto r = parse_size("RUCCL_NUM_DEVICES", v);
+    RUCCL_TRY(r);
+    c.num_devices_ = r.value();
+  }
+  if (const char* v = std::getenv("RUCCL_ALGO")) {
+    const std::string s = v;
+    if (s == "hierarchical") c.global_ = GlobalStrategy::kHierarchical;
+    else if (s == "flat_ring" || s == "flat") c.global_ = GlobalStrategy::kFlatRing;
+    else return bad_env("RUCCL_ALGO", s, "hierarchical or flat_ring");
+  }
+  if (const char* v = std::getenv("RUCCL_LOCAL_ALGO")) {
+    if (std::string(v) != "ring") return bad_env("RUCCL_LOCAL_ALGO", v, "ring");
+    c.local_ = LocalStrategy::kRing;
+  }
+  RUCCL_TRY(c.validate());
+  return c;
+}
+
+Status Config::validate() const {
+  if (num_devices_ == 0)
+    return Status(ErrorCode::kInvalidArgument, "num_devices must be at least 1");
+  if (max_chunk_bytes_ == 0)
+    return Status(ErrorCode::kBudgetTooSmall, "max_chunk_bytes must be at least one element");
+  if (segment_bytes_ == 0)
+    return Status(ErrorCode::kInvalidArgument, "segment_bytes must be at least 1");
+  if (timeout_.count() <= 0)
+    return Status(ErrorCode::kInvalidArgument, "timeout must be positive");
+  return Status::ok();
+}
+
+std::string_view global_strategy_name(GlobalStrategy s) noexcept {
+  return s == GlobalStrategy::kHierarchical ? "hierarchical" : "flat_ring";
+}
+
+}  // namespace ruccl

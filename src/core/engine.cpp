@@ -1,0 +1,258 @@
+// Buffer layout per collective kind (element offsets; es = element size):
+//   all_reduce      work = output; input copied in; ring all-reduce in place.
+//   reduce          root: work = output; others: work = scratch copy of input.
+//   broadcast       root sends from its input; the others receive into output.
+//   all_gather      work = output [world * count]; input copied to rank's chunk.
+//   reduce_scatter  work = scratch copy of input (the input itself if in-place);
+//                   the rank's balanced shard is copied out at the end.
+//   all_to_all_v    send = input, recv = output (rows in source order).
+// Every rank passes through the same barriers: setup, each algorithm step, and
+// completion, so a failure in any of them reaches every rank.
+#include "core/engine.hpp"
+
+#include "ring/algorithms.hpp"
+#include "ring/schedule.hpp"
+
+namespace ruccl::core {
+namespace {
+
+class InProcRun final : public ring::RankRun {
+ public:
+  explicit InProcRun(const RankJob& job) : job_(job) {}
+  std::size_t rank() const override { return job_.rank; }
+  std::size_t world() const override { return job_.generation->work.world; }
+  std::size_t message_elements() const override {
+    return job_.generation->plan.value().message_elements;
+  }
+  // The receiving rank pulls its incoming ranges; sends need no action here.
+  Status step(std::span<const Transfer>, std::span<const Transfer> recvs,
+              Combine combine) override {
+    Status mine = guarded([&] {
+      return job_.adapter->exchange(job_.generation->work, job_.rank, recvs, combine);
+    });
+    return job_.rendezvous->barrier(job_.rank, std::move(mine), job_.deadline);
+  }
+
+ private:
+  const RankJob& job_;
+};
+
+Shape with_rows(const Shape& shape, std::size_t rows) {
+  Shape out = shape.size() <= 1 ? Shape{rows} : shape;
+  out[0] = rows;
+  return out;
+}
+
+// One rank's side of one collective.
+class RankExecution {
+ public:
+  explicit RankExecution(const RankJob& job)
+      : job_(job),
+        req_(*job.request),
+        geo_(*job.geometry),
+        plan_(job.generation->plan.value()),
+        work_(job.generation->work),
+        me_(work_.ranks[job.rank]),
+        es_(dtype_size(work_.dtype)),
+        world_(work_.world),
+        rank_(job.rank) {}
+
+  Result<RankOutcome> run() {
+    Status setup_status = guarded([&] { return setup(); });
+    RUCCL_TRY(job_.rendezvous->barrier(rank_, std::move(setup_status), job_.deadline));
+    InProcRun run(job_);
+    RUCCL_TRY(algorithm(run));
+    Status done = guarded([&] { return complete(); });
+    RUCCL_TRY(job_.rendezvous->barrier(rank_, std::move(done), job_.deadline));
+    return std::move(outcome_);
+  }
+
+ private:
+  std::byte* at(void* base, std::size_t elements) const {
+    return static_cast<std::byte*>(base) + elements * es_;
+  }
+  // The caller's output, or `count` freshly allocated elements of the value form.
+  Result<void*> output(std::size_t count) {
+    if (req_.out) return req_.out->data;
+    auto mem = job_.adapter->allocate(me_.device, count * es_);
+    RUCCL_TRY(mem);
+    allocated_ = std::move(mem.value());
+    return allocated_.get();
+  }
+  Result<void*> scratch(std::size_t count) {
+    auto mem = job_.adapter->allocate(me_.device, count * es_);
+    RUCCL_TRY(mem);
+    scratch_ = std::move(mem.value());
+    return scratch_.get();
+  }
+  Status copy(void* dst, const void* src, std::size_t count) {
+    if (dst == src || count == 0) return Status::ok();
+    return job_.adapter->copy(work_, rank_, dst, src, count);
+  }
+  std::vector<Range> segments() const {
+    std::size_t bytes = std::min(job_.segment_bytes, req_.max_chunk_bytes);
+    return ring::segment_ranges(plan_.geometry.count, std::max<std::size_t>(1, bytes / es_));
+  }
+  Range shard() const { return ring::balanced_range(geo_.rows, world_, rank_, geo_.unit); }
+
+  Status setup() {
+    me_.device = req_.in.device;
+    me_.stream = req_.in.stream;
+    me_.state = job_.state;
+    if (!req_.has_input && req_.out) {
+      me_.device = req_.out->device;
+      me_.stream = req_.out->stream;
+    }
+    RUCCL_TRY(job_.adapter->begin(work_, rank_));
+    const std::size_t n = geo_.count;
+    switch (req_.kind) {
+      case CollectiveKind::kAllReduce: {
+        auto work = output(n);
+        RUCCL_TRY(work);
+        RUCCL_TRY(copy(work.value(), req_.in.data, n));
+        return use(work.value(), n);
+      }
+      case CollectiveKind::kReduce: {
+        auto work = rank_ == plan_.root ? output(n) : scratch(n);
+        RUCCL_TRY(work);
+        RUCCL_TRY(copy(work.value(), req_.in.data, n));
+        return use(work.value(), n);
+      }
+      case CollectiveKind::kBroadcast: {
+        if (rank_ == plan_.root) {
+          me_.send = req_.in.data;
+          me_.send_count = n;
+          return Status::ok();  // the root's own copy is made at completion
+        }
+        auto work = output(plan_.geometry.count);
+        RUCCL_TRY(work);
+        return use(work.value(), plan_.geometry.count);
+      }
+      case CollectiveKind::kAllGather: {
+        auto work = output(n * world_);
+        RUCCL_TRY(work);
+        RUCCL_TRY(copy(at(work.value(), rank_ * n), req_.in.data, n));
+        return use(work.value(), n * world_);
+      }
+      case CollectiveKind::kReduceScatter: {
+        const bool in_place = req_.out && req_.out->data == at(req_.in.data, shard().offset);
+        auto work = in_place ? Result<void*>(req_.in.data) : scratch(n);
+        RUCCL_TRY(work);
+        if (!in_place) RUCCL_TRY(copy(work.value(), req_.in.data, n));
+        return use(work.value(), n);
+      }
+      case CollectiveKind::kAllToAllV: {
+        std::size_t rows = 0;
+        for (std::size_t s = 0; s < world_; ++s) {
+          rows += plan_.a2a_rows[s][rank_];
+          outcome_.recv_counts.push_back(plan_.a2a_rows[s][rank_]);
+        }
+        auto recv = output(rows * geo_.unit);
+        RUCCL_TRY(recv);
+        me_.send = req_.in.data;
+        me_.send_count = n;
+        me_.recv = recv.value();
+        me_.recv_count = req_.out ? req_.out->count() : rows * geo_.unit;
+        out_rows_ = rows;
+        return Status::ok();
+      }
+    }
+    return Status(ErrorCode::kInternal, "unknown collective kind");
+  }
+
+  Status use(void* work, std::size_t count) {
+    me_.send = work;
+    me_.recv = work;
+    me_.send_count = me_.recv_count = count;
+    return Status::ok();
+  }
+
+  Status algorithm(ring::RankRun& run) {
+    switch (req_.kind) {
+      case CollectiveKind::kAllReduce: return ring::ring_all_reduce(run, geo_.count, 1);
+      case CollectiveKind::kReduce: return ring::chain_reduce(run, segments(), plan_.root);
+      case CollectiveKind::kBroadcast: return ring::chain_broadcast(run, segments(), plan_.root);
+      case CollectiveKind::kAllGather: {
+        std::vector<Range> chunks;
+        for (std::size_t r = 0; r < world_; ++r) chunks.push_back(Range{r * geo_.count, geo_.count});
+        return ring::ring_all_gather(run, chunks);
+      }
+      case CollectiveKind::kReduceScatter:
+        return ring::ring_reduce_scatter(run, ring::balanced_ranges(geo_.rows, world_, geo_.unit));
+      case CollectiveKind::kAllToAllV:
+        return ring::pairwise_all_to_all_v(run, plan_.a2a_rows, geo_.unit);
+    }
+    return Status(ErrorCode::kInternal, "unknown collective kind");
+  }
+
+  Status scale_if_mean(void* data, std::size_t count) {
+    if (req_.op != ReduceOp::kMean || count == 0) return Status::ok();
+    return job_.adapter->scale(work_, rank_, data, count, world_);
+  }
+
+  Status complete() {
+    Shape shape = req_.in.shape;
+    switch (req_.kind) {
+      case CollectiveKind::kAllReduce:
+        RUCCL_TRY(scale_if_mean(me_.recv, geo_.count));
+        break;
+      case CollectiveKind::kReduce:
+        if (rank_ != plan_.root) return job_.adapter->finish(work_, rank_);
+        RUCCL_TRY(scale_if_mean(me_.recv, geo_.count));
+        break;
+      case CollectiveKind::kBroadcast:
+        shape = plan_.shape;
+        if (rank_ == plan_.root) {
+          auto out = output(geo_.count);
+          RUCCL_TRY(out);
+          RUCCL_TRY(copy(out.value(), req_.in.data, geo_.count));
+        }
+        break;
+      case CollectiveKind::kAllGather:
+        shape = with_rows(req_.in.shape, geo_.rows * world_);
+        break;
+      case CollectiveKind::kReduceScatter: {
+        const Range mine = shard();
+        RUCCL_TRY(scale_if_mean(at(me_.recv, mine.offset), mine.count));
+        auto out = output(mine.count);
+        RUCCL_TRY(out);
+        RUCCL_TRY(copy(out.value(), at(me_.recv, mine.offset), mine.count));
+        shape = with_rows(req_.in.shape, mine.count / geo_.unit);
+        break;
+      }
+      case CollectiveKind::kAllToAllV:
+        shape = with_rows(req_.in.shape, out_rows_);
+        break;
+    }
+    RUCCL_TRY(job_.adapter->finish(work_, rank_));
+    if (!req_.out) {
+      if (!allocated_) {  // an empty result still gets a (zero-element) tensor
+        auto mem = job_.adapter->allocate(me_.device, 0);
+        RUCCL_TRY(mem);
+        allocated_ = std::move(mem.value());
+      }
+      outcome_.tensor.emplace(std::move(allocated_), work_.dtype, std::move(shape), me_.device);
+    }
+    return Status::ok();
+  }
+
+  const RankJob& job_;
+  const Request& req_;
+  const Geometry& geo_;
+  const Plan& plan_;
+  Work& work_;
+  RankBuffers& me_;
+  const std::size_t es_;
+  const std::size_t world_;
+  const std::size_t rank_;
+  std::shared_ptr<void> allocated_;  // the value form's output
+  std::shared_ptr<void> scratch_;    // kept until every peer is done reading it
+  std::size_t out_rows_ = 0;
+  RankOutcome outcome_;
+};
+
+}  // namespace
+
+Result<RankOutcome> execute(const RankJob& job) { return RankExecution(job).run(); }
+
+}  // namespace ruccl::core

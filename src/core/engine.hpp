@@ -1,0 +1,45 @@
+// The engine: one rank's execution of one agreed collective on the in-process
+// communicator. It lays out the rank's buffers for the collective kind, runs
+// the algorithm from src/ring over the device adapter, and produces the rank's
+// output. Every device call is guarded: an exception becomes kDeviceError.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/rendezvous.hpp"
+
+namespace ruccl::core {
+
+struct RankOutcome {
+  std::optional<Tensor> tensor;          // value forms
+  std::vector<std::size_t> recv_counts;  // all_to_all_v
+};
+
+struct RankJob {
+  std::size_t rank = 0;
+  const Request* request = nullptr;
+  const Geometry* geometry = nullptr;
+  Rendezvous::Generation* generation = nullptr;
+  Rendezvous* rendezvous = nullptr;
+  DeviceAdapter* adapter = nullptr;
+  std::shared_ptr<AdapterState> state;  // from DeviceAdapter::prepare
+  std::size_t segment_bytes = 0;
+  Clock::time_point deadline{};
+};
+
+Result<RankOutcome> execute(const RankJob& job);
+
+// Runs `f` (returning Status or Result), turning any exception into kDeviceError.
+template <typename F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kDeviceError, std::string("device adapter threw: ") + e.what());
+  } catch (...) {
+    return Status(ErrorCode::kDeviceError, "device adapter threw a non-standard exception");
+  }
+}
+
+}  // namespace ruccl::core

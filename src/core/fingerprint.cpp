@@ -1,0 +1,148 @@
+#include "core/fingerprint.hpp"
+
+#include <string>
+
+#include "ring/schedule.hpp"
+
+namespace ruccl::core {
+namespace {
+
+std::string join_ranks(const std::vector<std::size_t>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+// The first rank whose `field` differs from rank `ref`'s, as an error naming both.
+// Ranks for which `takes_part` is false are not compared.
+template <typename Get, typename Show, typename Part>
+Status first_difference(std::span<const Request* const> reqs, std::size_t ref, ErrorCode code,
+                        const char* what, const std::string& prefix, Get get, Show show,
+                        Part takes_part) {
+  for (std::size_t r = 0; r < reqs.size(); ++r) {
+    if (r == ref || !takes_part(*reqs[r])) continue;
+    if (!(get(*reqs[r]) == get(*reqs[ref]))) {
+      return Status(code, prefix + ": rank " + std::to_string(r) + " passed " + what + " " +
+                              show(*reqs[r]) + ", rank " + std::to_string(ref) + " passed " +
+                              show(*reqs[ref]));
+    }
+  }
+  return Status::ok();
+}
+
+const auto kEveryRank = [](const Request&) { return true; };
+
+}  // namespace
+
+std::string describe(std::uint64_t seq, CollectiveKind kind) {
+  return "collective #" + std::to_string(seq) + " (" + std::string(collective_name(kind)) + ")";
+}
+
+Result<Plan> agree(std::span<const Request* const> reqs,
+                   std::span<const Result<Geometry>* const> locals, std::uint64_t seq) {
+  const std::size_t world = reqs.size();
+  const Request& r0 = *reqs[0];
+  // 1. Every rank calls the same collective (else the order differs somewhere).
+  for (std::size_t r = 1; r < world; ++r) {
+    if (reqs[r]->kind != r0.kind)
+      return Status(ErrorCode::kCollectiveMismatch,
+                    "collective #" + std::to_string(seq) + ": rank " + std::to_string(r) +
+                        " called " + std::string(collective_name(reqs[r]->kind)) +
+                        ", rank 0 called " + std::string(collective_name(r0.kind)) +
+                        "; all ranks must call the same collectives in the same order");
+  }
+  const std::string what = describe(seq, r0.kind);
+  // 2. Local errors: the lowest failing rank's error, for everyone.
+  for (std::size_t r = 0; r < world; ++r) {
+    if (!locals[r]->is_ok()) return locals[r]->status().with_context(what + " failed on rank " + std::to_string(r));
+  }
+  // 3. The fingerprint. A broadcast is compared against its one sender, and its
+  //    value-form receivers (no tensor at all) take the sender's dtype.
+  Plan plan;
+  plan.root = r0.root;
+  if (r0.kind == CollectiveKind::kBroadcast) {
+    std::vector<std::size_t> senders;
+    for (std::size_t r = 0; r < world; ++r)
+      if (reqs[r]->has_input) senders.push_back(r);
+    if (senders.size() != 1)
+      return Status(ErrorCode::kBroadcastSenderCount,
+                    what + " has " + std::to_string(senders.size()) + " senders" +
+                        (senders.empty() ? "" : " (ranks " + join_ranks(senders) + ")") +
+                        "; exactly one rank must pass a tensor");
+    plan.root = senders[0];
+  }
+  const std::size_t ref = r0.kind == CollectiveKind::kBroadcast ? plan.root : 0;
+  RUCCL_TRY(first_difference(
+      reqs, ref, ErrorCode::kDtypeMismatch, "dtype", what, [](const Request& q) { return q.dtype; },
+      [](const Request& q) { return std::string(dtype_name(q.dtype)); },
+      [](const Request& q) { return q.has_input || q.out.has_value(); }));
+  if (is_reducing(r0.kind))
+    RUCCL_TRY(first_difference(reqs, 0, ErrorCode::kOpMismatch, "op", what,
+                               [](const Request& q) { return q.op; },
+                               [](const Request& q) { return std::string(op_name(q.op)); },
+                               kEveryRank));
+  if (r0.kind == CollectiveKind::kReduce)
+    RUCCL_TRY(first_difference(reqs, 0, ErrorCode::kRootMismatch, "root", what,
+                               [](const Request& q) { return q.root; },
+                               [](const Request& q) { return std::to_string(q.root); },
+                               kEveryRank));
+  RUCCL_TRY(first_difference(reqs, 0, ErrorCode::kInvalidArgument, "max_chunk_bytes", what,
+                             [](const Request& q) { return q.max_chunk_bytes; },
+                             [](const Request& q) { return std::to_string(q.max_chunk_bytes); },
+                             kEveryRank));
+
+  const Request& lead = *reqs[plan.root];
+  plan.dtype = lead.dtype;
+  plan.geometry = locals[plan.root]->value();
+  plan.shape = lead.shape;
+
+  // 4. Shapes. Broadcast receivers with their own output must match the sender's
+  //    count; all_to_all_v needs equal rows; the others need equal shapes.
+  for (std::size_t r = 0; r < world; ++r) {
+    const Request& q = *reqs[r];
+    const Geometry& g = locals[r]->value();
+    bool same = true;
+    if (r0.kind == CollectiveKind::kBroadcast) {
+      same = !q.out || g.count == plan.geometry.count;
+    } else if (r0.kind == CollectiveKind::kAllToAllV) {
+      same = g.unit == plan.geometry.unit;
+    } else {
+      same = q.shape == lead.shape;
+    }
+    if (!same)
+      return Status(ErrorCode::kShapeMismatch,
+                    what + ": rank " + std::to_string(r) + " passed shape " +
+                        shape_string(q.shape) + " (" + std::to_string(g.count) +
+                        " elements), rank " + std::to_string(plan.root) + " passed " +
+                        shape_string(lead.shape) + " (" + std::to_string(plan.geometry.count) +
+                        " elements)");
+  }
+
+  // 5. all_to_all_v: the rows matrix, and receivers' capacity.
+  if (r0.kind == CollectiveKind::kAllToAllV) {
+    for (std::size_t r = 0; r < world; ++r) plan.a2a_rows.push_back(reqs[r]->send_counts);
+    for (std::size_t d = 0; d < world; ++d) {
+      std::size_t rows = 0;
+      for (std::size_t s = 0; s < world; ++s) rows += plan.a2a_rows[s][d];
+      const auto& out = reqs[d]->out;
+      if (out && out->count() < rows * plan.geometry.unit)
+        return Status(ErrorCode::kShapeMismatch,
+                      what + ": rank " + std::to_string(d) + " receives " + std::to_string(rows) +
+                          " rows of " + std::to_string(plan.geometry.unit) +
+                          " element(s) but its output holds " + std::to_string(out->count()) +
+                          " elements");
+    }
+  }
+
+  // 6. The budget: one message must carry one element/row, unless nothing moves.
+  bool any_data = false;
+  for (std::size_t r = 0; r < world; ++r) any_data = any_data || locals[r]->value().count != 0;
+  if (any_data) {
+    auto m = ring::message_elements(r0.max_chunk_bytes, dtype_size(plan.dtype), plan.geometry.unit);
+    if (!m.is_ok()) return m.status().with_context(what);
+    plan.message_elements = m.value();
+  }
+  return plan;
+}
+
+}  // namespace ruccl::core

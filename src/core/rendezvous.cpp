@@ -1,0 +1,127 @@
+#include "core/rendezvous.hpp"
+
+#include <string>
+
+namespace ruccl::core {
+
+Rendezvous::Rendezvous(std::size_t world)
+    : world_(world),
+      arrived_flags_(world, false),
+      requests_(world, nullptr),
+      locals_(world, nullptr),
+      at_barrier_(world, false) {}
+
+Status Rendezvous::timeout_status(const char* waiting_for, const std::vector<bool>& present) const {
+  std::string missing;
+  std::size_t n = 0;
+  for (std::size_t r = 0; r < world_; ++r) {
+    if (!present[r]) {
+      missing += (n++ ? ", " : "") + std::to_string(r);
+    }
+  }
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
+  return Status(ErrorCode::kTimeout,
+                describe(generation_.seq, generation_.kind) + " timed out after " +
+                    std::to_string(waited.count()) + " ms waiting for " + waiting_for +
+                    (n == 0 ? std::string()
+                            : std::string(": rank") + (n == 1 ? " " : "s ") + missing +
+                                  " did not arrive"));
+}
+
+template <typename Pred>
+Status Rendezvous::wait(std::unique_lock<std::mutex>& lock, Clock::time_point deadline, Pred ready,
+                        const char* waiting_for, const std::vector<bool>& present) {
+  while (true) {
+    if (broken_) return *broken_;
+    if (ready()) return Status::ok();
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      if (broken_) return *broken_;
+      if (ready()) return Status::ok();
+      broken_ = timeout_status(waiting_for, present);
+      changed_.notify_all();
+      return *broken_;
+    }
+  }
+}
+
+Result<Rendezvous::Generation*> Rendezvous::arrive(std::size_t rank, std::uint64_t seq,
+                                                   const Request& request,
+                                                   const Result<Geometry>& local,
+                                                   Clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  // Wait for the previous generation to drain (its other ranks to depart).
+  RUCCL_TRY(wait(lock, deadline, [&] { return !ready_ && !arrived_flags_[rank]; },
+                 "the previous collective to finish", std::vector<bool>(world_, true)));
+  if (arrived_ == 0) {
+    generation_.seq = seq;
+    generation_.kind = request.kind;
+    started_ = Clock::now();
+  }
+  arrived_flags_[rank] = true;
+  requests_[rank] = &request;
+  locals_[rank] = &local;
+  if (++arrived_ == world_) {
+    generation_.plan = agree(requests_, locals_, seq);
+    if (generation_.plan.is_ok()) {
+      generation_.work = Work{};
+      generation_.work.dtype = generation_.plan.value().dtype;
+      generation_.work.op = request.op;
+      generation_.work.world = world_;
+      generation_.work.ranks.assign(world_, RankBuffers{});
+    }
+    ready_ = true;
+    changed_.notify_all();
+  } else {
+    RUCCL_TRY(wait(lock, deadline, [&] { return ready_; }, "every rank to call it", arrived_flags_));
+  }
+  return &generation_;
+}
+
+Status Rendezvous::barrier(std::size_t rank, Status mine, Clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  if (broken_) return *broken_;
+  if (!mine.is_ok() && !barrier_pending_)
+    barrier_pending_ = mine.with_context(describe(generation_.seq, generation_.kind) +
+                                         " failed on rank " + std::to_string(rank));
+  at_barrier_[rank] = true;
+  const std::uint64_t phase = barrier_phase_;
+  if (++barrier_count_ == world_) {
+    barrier_result_ = barrier_pending_ ? *barrier_pending_ : Status::ok();
+    barrier_pending_.reset();
+    barrier_count_ = 0;
+    at_barrier_.assign(world_, false);
+    ++barrier_phase_;
+    changed_.notify_all();
+    return barrier_result_;
+  }
+  RUCCL_TRY(wait(lock, deadline, [&] { return barrier_phase_ != phase; },
+                 "every rank to finish a step", at_barrier_));
+  return barrier_result_;
+}
+
+void Rendezvous::depart(std::size_t rank) {
+  std::lock_guard lock(mutex_);
+  arrived_flags_[rank] = false;
+  requests_[rank] = nullptr;
+  locals_[rank] = nullptr;
+  if (++departed_ == world_) {  // everyone is out: reset for the next generation
+    arrived_ = 0;
+    departed_ = 0;
+    ready_ = false;
+    generation_.work = Work{};
+    changed_.notify_all();
+  }
+}
+
+void Rendezvous::abort(Status why) {
+  std::lock_guard lock(mutex_);
+  if (!broken_) broken_ = std::move(why);
+  changed_.notify_all();
+}
+
+std::optional<Status> Rendezvous::broken() const {
+  std::lock_guard lock(mutex_);
+  return broken_;
+}
+
+}  // namespace ruccl::core

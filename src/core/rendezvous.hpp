@@ -1,0 +1,83 @@
+// Rendezvous: the reusable generation state shared by the ranks of one
+// in-process communicator.
+//
+// A generation is one collective. Each rank arrive()s with its request; the last
+// to arrive decides (agree() -> Plan or one error) and wakes the others. Then
+// the ranks run the algorithm, meeting at barrier() after every step; a barrier
+// returns the group's common outcome, so a failure on any rank reaches every
+// rank at the same step. depart() ends a rank's part; the last to depart resets
+// the generation for the next collective.
+//
+// Every wait has the call's deadline and wakes on abort. A timeout names the
+// ranks that did not arrive and breaks the communicator: every later call gets
+// the same error until the communicator is replaced (reset).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/fingerprint.hpp"
+
+namespace ruccl::core {
+
+using Clock = std::chrono::steady_clock;
+
+class Rendezvous {
+ public:
+  explicit Rendezvous(std::size_t world);
+
+  // Everything one generation shares. Valid between arrive() and depart().
+  struct Generation {
+    std::uint64_t seq = 0;
+    CollectiveKind kind = CollectiveKind::kAllReduce;
+    Result<Plan> plan = Status(ErrorCode::kInternal, "no plan yet");
+    Work work;
+  };
+
+  // Blocks until every rank arrived (or deadline/abort). Returns the generation,
+  // whose plan holds the common outcome of the agreement.
+  Result<Generation*> arrive(std::size_t rank, std::uint64_t seq, const Request& request,
+                             const Result<Geometry>& local, Clock::time_point deadline);
+  // Reports `mine` and blocks until every rank reached this barrier. Returns the
+  // first (lowest-rank) failure of this barrier, for every rank, or ok.
+  Status barrier(std::size_t rank, Status mine, Clock::time_point deadline);
+  void depart(std::size_t rank);
+
+  // Breaks the rendezvous with `why`: every waiter and every later call gets it.
+  void abort(Status why);
+  std::optional<Status> broken() const;
+
+ private:
+  template <typename Pred>
+  Status wait(std::unique_lock<std::mutex>& lock, Clock::time_point deadline, Pred ready,
+              const char* waiting_for, const std::vector<bool>& present);
+  Status timeout_status(const char* waiting_for, const std::vector<bool>& present) const;
+
+  const std::size_t world_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::optional<Status> broken_;
+  Clock::time_point started_{};
+
+  // Arrival.
+  std::vector<bool> arrived_flags_;
+  std::vector<const Request*> requests_;
+  std::vector<const Result<Geometry>*> locals_;
+  std::size_t arrived_ = 0;
+  std::size_t departed_ = 0;
+  bool ready_ = false;
+  Generation generation_;
+
+  // Step barrier.
+  std::vector<bool> at_barrier_;
+  std::size_t barrier_count_ = 0;
+  std::uint64_t barrier_phase_ = 0;
+  std::optional<Status> barrier_pending_;   // first failure of the open phase
+  Status barrier_result_;                   // outcome of the last completed phase
+};
+
+}  // namespace ruccl::core

@@ -1,0 +1,51 @@
+// Request: one rank's description of one collective call, as submitted to the
+// rendezvous. Its fingerprint fields (kind, dtype, shape, op, root, sender flag,
+// send counts, budget) are what ranks must agree on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "ruccl/communicator.hpp"
+
+namespace ruccl::core {
+
+struct Request {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  DataType dtype = DataType::kF32;
+  ReduceOp op = ReduceOp::kSum;
+  std::size_t root = 0;            // reduce; broadcast's root is the sender
+  bool has_input = true;           // false for broadcast receivers
+  Shape shape;                     // of the input (of the output for broadcast receivers)
+  std::vector<std::size_t> send_counts;  // all_to_all_v, rows per destination
+  std::size_t max_chunk_bytes = 0;
+
+  TensorView in;                   // data may be null when has_input is false
+  std::optional<TensorView> out;   // nullopt: allocate the output (value form)
+};
+
+// Facts derived from a request, valid once check_local passed.
+struct Geometry {
+  std::size_t count = 0;  // input elements (output elements for broadcast receivers)
+  std::size_t unit = 1;   // elements per row-unit for row-split kinds, else 1
+  std::size_t rows = 0;   // count / unit
+};
+
+bool is_reducing(CollectiveKind kind);
+// Row unit of a shape: product of all dims but the first (1 for 0-D and 1-D).
+std::size_t row_unit(const Shape& shape);
+// kInvalidArgument / kBudgetTooSmall for what this rank alone can tell is wrong.
+Result<Geometry> check_local(const Request& req, std::size_t rank, std::size_t world,
+                             DeviceId device);
+// Elements of the output a rank gets (its expected `out` count, if it gets one).
+std::size_t expected_output_count(const Request& req, const Geometry& g, std::size_t rank,
+                                  std::size_t world);
+// kInvalidArgument naming the dtype when it cannot be reduced (kBytes), or
+// when dtype/op hold values outside their enums.
+Status check_reducible(DataType dtype, ReduceOp op);
+
+}  // namespace ruccl::core

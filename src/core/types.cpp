@@ -1,0 +1,74 @@
+#include "ruccl/types.hpp"
+
+namespace ruccl {
+
+std::size_t dtype_size(DataType dtype) noexcept {
+  switch (dtype) {
+    case DataType::kF16: case DataType::kBF16: return 2;
+    case DataType::kF32: case DataType::kI32: return 4;
+    case DataType::kF64: case DataType::kI64: case DataType::kU64: return 8;
+    case DataType::kI8: case DataType::kU8: case DataType::kBytes: return 1;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DataType dtype) noexcept {
+  switch (dtype) {
+    case DataType::kF16: return "f16";
+    case DataType::kBF16: return "bf16";
+    case DataType::kF32: return "f32";
+    case DataType::kF64: return "f64";
+    case DataType::kI8: return "i8";
+    case DataType::kU8: return "u8";
+    case DataType::kI32: return "i32";
+    case DataType::kI64: return "i64";
+    case DataType::kU64: return "u64";
+    case DataType::kBytes: return "bytes";
+  }
+  return "?";
+}
+
+std::string_view op_name(ReduceOp op) noexcept {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kMean: return "mean";
+    case ReduceOp::kMin: return "min";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kProd: return "prod";
+  }
+  return "?";
+}
+
+std::string_view device_kind_name(DeviceKind kind) noexcept {
+  switch (kind) {
+    case DeviceKind::kHost: return "host";
+    case DeviceKind::kCuda: return "cuda";
+  }
+  return "?";
+}
+
+std::string device_name(DeviceId device) {
+  return std::string(device_kind_name(device.kind)) + ":" + std::to_string(device.index);
+}
+
+bool is_valid(DataType dtype) noexcept { return dtype_size(dtype) != 0; }
+bool is_valid(ReduceOp op) noexcept { return op_name(op) != "?"; }
+
+bool is_floating(DataType dtype) noexcept {
+  return dtype == DataType::kF16 || dtype == DataType::kBF16 || dtype == DataType::kF32 ||
+         dtype == DataType::kF64;
+}
+
+std::optional<DataType> parse_dtype(std::string_view name) {
+  for (DataType d : kAllDataTypes)
+    if (dtype_name(d) == name) return d;
+  return std::nullopt;
+}
+
+std::optional<ReduceOp> parse_op(std::string_view name) {
+  for (ReduceOp op : kAllReduceOps)
+    if (op_name(op) == name) return op;
+  return std::nullopt;
+}
+
+}  // namespace ruccl

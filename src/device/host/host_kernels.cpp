@@ -1,0 +1,124 @@
+// Host reduction loops, one template per op, instantiated per dtype. The loops
+// are plain elementwise array code over __restrict pointers, which the compiler
+// vectorises at -O3. Integers combine in their unsigned twin, so Sum and Prod
+// wrap modulo 2^bits without undefined behaviour. f16/bf16 go through f32.
+#include "device/host/host_kernels.hpp"
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "core/request.hpp"
+#include "device/host/half.hpp"
+
+namespace ruccl::host {
+namespace {
+
+struct Add { template <typename T> T operator()(T a, T b) const { return a + b; } };
+struct Mul { template <typename T> T operator()(T a, T b) const { return a * b; } };
+struct Min { template <typename T> T operator()(T a, T b) const { return b < a ? b : a; } };
+struct Max { template <typename T> T operator()(T a, T b) const { return a < b ? b : a; } };
+
+template <typename T, typename F>
+void combine(T* __restrict dst, const T* __restrict src, std::size_t n, F f) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T> &&
+                (std::is_same_v<F, Add> || std::is_same_v<F, Mul>)) {
+    using U = std::make_unsigned_t<T>;
+    // Wrapping arithmetic: combine the two's-complement bit patterns.
+    combine(reinterpret_cast<U*>(dst), reinterpret_cast<const U*>(src), n, f);
+  } else if constexpr (std::is_integral_v<T> && sizeof(T) < sizeof(int) &&
+                       (std::is_same_v<F, Add> || std::is_same_v<F, Mul>)) {
+    // Narrow unsigned types promote to int; compute in unsigned int and truncate.
+    for (std::size_t i = 0; i < n; ++i)
+      dst[i] = static_cast<T>(f(static_cast<unsigned>(dst[i]), static_cast<unsigned>(src[i])));
+  } else {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = f(dst[i], src[i]);
+  }
+}
+
+template <float (*Load)(std::uint16_t), std::uint16_t (*Store)(float), typename F>
+void combine16(std::uint16_t* __restrict dst, const std::uint16_t* __restrict src,
+               std::size_t n, F f) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = Store(f(Load(dst[i]), Load(src[i])));
+}
+
+template <typename F>
+Status reduce_with(DataType dtype, void* d, const void* s, std::size_t n, F f) {
+  switch (dtype) {
+    case DataType::kF16:
+      combine16<f16_to_f32, f32_to_f16>(static_cast<std::uint16_t*>(d),
+                                        static_cast<const std::uint16_t*>(s), n, f);
+      return Status::ok();
+    case DataType::kBF16:
+      combine16<bf16_to_f32, f32_to_bf16>(static_cast<std::uint16_t*>(d),
+                                          static_cast<const std::uint16_t*>(s), n, f);
+      return Status::ok();
+    case DataType::kF32: combine(static_cast<float*>(d), static_cast<const float*>(s), n, f); break;
+    case DataType::kF64: combine(static_cast<double*>(d), static_cast<const double*>(s), n, f); break;
+    case DataType::kI8: combine(static_cast<std::int8_t*>(d), static_cast<const std::int8_t*>(s), n, f); break;
+    case DataType::kU8: combine(static_cast<std::uint8_t*>(d), static_cast<const std::uint8_t*>(s), n, f); break;
+    case DataType::kI32: combine(static_cast<std::int32_t*>(d), static_cast<const std::int32_t*>(s), n, f); break;
+    case DataType::kI64: combine(static_cast<std::int64_t*>(d), static_cast<const std::int64_t*>(s), n, f); break;
+    case DataType::kU64: combine(static_cast<std::uint64_t*>(d), static_cast<const std::uint64_t*>(s), n, f); break;
+    case DataType::kBytes: return core::check_reducible(dtype, ReduceOp::kSum);
+  }
+  return Status::ok();
+}
+
+template <typename T>
+void divide_ints(T* data, std::size_t n, std::size_t divisor) {
+  using Wide = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
+  const Wide d = static_cast<Wide>(divisor);
+  for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<T>(static_cast<Wide>(data[i]) / d);
+}
+
+template <float (*Load)(std::uint16_t), std::uint16_t (*Store)(float)>
+void divide16(std::uint16_t* data, std::size_t n, std::size_t divisor) {
+  // f32 has 24 bits >= 2*11+2, so rounding the f32 quotient to f16/bf16 is the
+  // correctly rounded quotient (double rounding is innocuous for division).
+  const float d = static_cast<float>(divisor);
+  for (std::size_t i = 0; i < n; ++i) data[i] = Store(Load(data[i]) / d);
+}
+
+}  // namespace
+
+Status reduce_into(DataType dtype, ReduceOp op, void* dst, const void* src, std::size_t count) {
+  RUCCL_TRY(core::check_reducible(dtype, op));
+  switch (op) {
+    case ReduceOp::kSum: case ReduceOp::kMean: return reduce_with(dtype, dst, src, count, Add{});
+    case ReduceOp::kProd: return reduce_with(dtype, dst, src, count, Mul{});
+    case ReduceOp::kMin: return reduce_with(dtype, dst, src, count, Min{});
+    case ReduceOp::kMax: return reduce_with(dtype, dst, src, count, Max{});
+  }
+  return Status(ErrorCode::kInvalidArgument, "unknown reduction op value");
+}
+
+Status divide(DataType dtype, void* data, std::size_t count, std::size_t divisor) {
+  RUCCL_TRY(core::check_reducible(dtype, ReduceOp::kMean));
+  if (divisor == 0) return Status(ErrorCode::kInternal, "Mean divisor is zero");
+  switch (dtype) {
+    case DataType::kF16: divide16<f16_to_f32, f32_to_f16>(static_cast<std::uint16_t*>(data), count, divisor); break;
+    case DataType::kBF16: divide16<bf16_to_f32, f32_to_bf16>(static_cast<std::uint16_t*>(data), count, divisor); break;
+    case DataType::kF32: {
+      auto* p = static_cast<float*>(data);
+      const float d = static_cast<float>(divisor);
+      for (std::size_t i = 0; i < count; ++i) p[i] /= d;
+      break;
+    }
+    case DataType::kF64: {
+      auto* p = static_cast<double*>(data);
+      const double d = static_cast<double>(divisor);
+      for (std::size_t i = 0; i < count; ++i) p[i] /= d;
+      break;
+    }
+    case DataType::kI8: divide_ints(static_cast<std::int8_t*>(data), count, divisor); break;
+    case DataType::kU8: divide_ints(static_cast<std::uint8_t*>(data), count, divisor); break;
+    case DataType::kI32: divide_ints(static_cast<std::int32_t*>(data), count, divisor); break;
+    case DataType::kI64: divide_ints(static_cast<std::int64_t*>(data), count, divisor); break;
+    case DataType::kU64: divide_ints(static_cast<std::uint64_t*>(data), count, divisor); break;
+    case DataType::kBytes: break;
+  }
+  return Status::ok();
+}
+
+}  // namespace ruccl::host

@@ -1,0 +1,17 @@
+// Local arithmetic of the host device: the reduction and scaling loops.
+#pragma once
+
+#include <cstddef>
+
+#include "ruccl/status.hpp"
+#include "ruccl/types.hpp"
+
+namespace ruccl::host {
+
+// dst[i] = op(dst[i], src[i]) for `count` elements; Mean combines as Sum.
+// dst and src must not overlap. kInvalidArgument for kBytes or unknown values.
+Status reduce_into(DataType dtype, ReduceOp op, void* dst, const void* src, std::size_t count);
+// data[i] /= divisor (Mean's final scaling; see ReduceOp for the rounding rule).
+Status divide(DataType dtype, void* data, std::size_t count, std::size_t divisor);
+
+}  // namespace ruccl::host

@@ -1,0 +1,32 @@
+// The collective algorithms, each written once over RankRun (one per file).
+//
+// Buffers: every algorithm works in place on the ranks' recv buffers, reading the
+// peers' send buffers; the caller lays them out (see src/core/engine.cpp) and
+// copies inputs in and results out. All ranges are in elements.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "ring/rank_run.hpp"
+
+namespace ruccl::ring {
+
+// Ring reduce-scatter over `chunks` (one per rank): afterwards rank r's buffer
+// holds the full reduction of chunks[r]. send == recv buffer on every rank.
+Status ring_reduce_scatter(RankRun& run, std::span<const Range> chunks);
+// Ring all-gather: rank r starts with chunks[r] in its buffer and ends with all.
+Status ring_all_gather(RankRun& run, std::span<const Range> chunks);
+// Reduce-scatter then all-gather, over balanced chunks of `units` units.
+Status ring_all_reduce(RankRun& run, std::size_t units, std::size_t unit);
+// Pipelined chain from the root: every rank ends with the root's segments.
+Status chain_broadcast(RankRun& run, std::span<const Range> segments, std::size_t root);
+// Pipelined chain to the root: the root's buffer ends with the reduction.
+Status chain_reduce(RankRun& run, std::span<const Range> segments, std::size_t root);
+// Pairwise all-to-all-v. rows[s][d]: rows rank s sends to rank d; `row` elements
+// per row. Rank d receives source s's block at the prefix of rows[*][d].
+Status pairwise_all_to_all_v(RankRun& run, const std::vector<std::vector<std::size_t>>& rows,
+                             std::size_t row);
+
+}  // namespace ruccl::ring

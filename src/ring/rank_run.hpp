@@ -1,0 +1,32 @@
+// RankRun: what an algorithm sees of one rank of a running collective.
+//
+// Algorithms are SPMD: every rank of the group runs the same algorithm function
+// on its own thread, with its own RankRun, and calls step() the same number of
+// times. The executor behind RankRun decides how bytes move: the in-process
+// communicator pulls `recvs` straight from peers' buffers through the device
+// adapter; a transport-backed executor posts `sends` and `recvs` as messages.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "ruccl/device.hpp"
+#include "ruccl/status.hpp"
+
+namespace ruccl::ring {
+
+class RankRun {
+ public:
+  virtual ~RankRun() = default;
+  virtual std::size_t rank() const = 0;
+  virtual std::size_t world() const = 0;
+  // Elements one message may carry under the call's byte budget (>= one unit).
+  virtual std::size_t message_elements() const = 0;
+  // One step: this rank's messages out and in. Blocks until every rank of the
+  // group has completed the step (or the deadline/abort), and returns the
+  // group's common outcome: if any rank failed, every rank gets that error.
+  virtual Status step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
+                      Combine combine) = 0;
+};
+
+}  // namespace ruccl::ring

@@ -1,0 +1,104 @@
+#include "ring/schedule.hpp"
+
+#include <string>
+
+namespace ruccl::ring {
+
+Range balanced_range(std::size_t units, std::size_t parts, std::size_t index, std::size_t unit) {
+  const std::size_t base = units / parts;
+  const std::size_t extra = units % parts;
+  const std::size_t first = index * base + (index < extra ? index : extra);
+  const std::size_t len = base + (index < extra ? 1 : 0);
+  return Range{first * unit, len * unit};
+}
+
+std::vector<Range> balanced_ranges(std::size_t units, std::size_t parts, std::size_t unit) {
+  std::vector<Range> out;
+  out.reserve(parts);
+  for (std::size_t i = 0; i < parts; ++i) out.push_back(balanced_range(units, parts, i, unit));
+  return out;
+}
+
+RingStep reduce_scatter_step(std::size_t rank, std::size_t world, std::size_t step) {
+  // Rank r sends chunk r-s-1 and receives chunk r-s-2; at step world-2 it
+  // receives (and completes) chunk r - world = r.
+  const std::size_t w2 = 2 * world;
+  return RingStep{(rank + w2 - step % world - 1) % world, (rank + w2 - step % world - 2) % world};
+}
+
+RingStep all_gather_step(std::size_t rank, std::size_t world, std::size_t step) {
+  const std::size_t w2 = 2 * world;
+  return RingStep{(rank + w2 - step % world) % world, (rank + w2 - step % world - 1) % world};
+}
+
+std::size_t broadcast_position(std::size_t rank, std::size_t root, std::size_t world) {
+  return (rank + world - root) % world;
+}
+
+std::size_t reduce_position(std::size_t rank, std::size_t root, std::size_t world) {
+  return (rank + 2 * world - root - 1) % world;
+}
+
+std::size_t chain_rank(std::size_t position, std::size_t root, std::size_t world,
+                       bool root_is_head) {
+  return root_is_head ? (root + position) % world : (root + 1 + position) % world;
+}
+
+std::size_t chain_steps(std::size_t world, std::size_t segments) {
+  if (world < 2 || segments == 0) return 0;
+  return segments + world - 2;
+}
+
+std::optional<std::size_t> chain_send_segment(std::size_t position, std::size_t world,
+                                              std::size_t segments, std::size_t step) {
+  if (position + 1 >= world || step < position) return std::nullopt;
+  const std::size_t segment = step - position;
+  if (segment >= segments) return std::nullopt;
+  return segment;
+}
+
+std::optional<std::size_t> chain_recv_segment(std::size_t position, std::size_t world,
+                                              std::size_t segments, std::size_t step) {
+  if (position == 0 || position >= world) return std::nullopt;
+  return chain_send_segment(position - 1, world, segments, step);
+}
+
+std::vector<Range> segment_ranges(std::size_t units, std::size_t segment_units, std::size_t unit) {
+  std::vector<Range> out;
+  if (segment_units == 0) segment_units = 1;
+  for (std::size_t first = 0; first < units; first += segment_units) {
+    const std::size_t len = units - first < segment_units ? units - first : segment_units;
+    out.push_back(Range{first * unit, len * unit});
+  }
+  return out;
+}
+
+std::vector<std::size_t> exclusive_prefix(std::span<const std::size_t> counts) {
+  std::vector<std::size_t> out(counts.size() + 1, 0);
+  for (std::size_t i = 0; i < counts.size(); ++i) out[i + 1] = out[i] + counts[i];
+  return out;
+}
+
+Result<std::size_t> message_elements(std::size_t max_chunk_bytes, std::size_t elem_bytes,
+                                     std::size_t unit) {
+  const auto unit_bytes = checked_mul(elem_bytes, unit);
+  if (!unit_bytes || *unit_bytes > max_chunk_bytes) {
+    return Status(ErrorCode::kBudgetTooSmall,
+                  "max_chunk_bytes=" + std::to_string(max_chunk_bytes) +
+                      " cannot hold one row of " + std::to_string(unit) + " element(s) (" +
+                      (unit_bytes ? std::to_string(*unit_bytes) : std::string("overflowing")) +
+                      " bytes); raise the budget to at least the row size");
+  }
+  return (max_chunk_bytes / *unit_bytes) * unit;
+}
+
+void append_messages(std::vector<Transfer>& out, std::size_t peer, Range src,
+                     std::size_t dst_offset, std::size_t max_elements) {
+  for (std::size_t done = 0; done < src.count;) {
+    const std::size_t len = src.count - done < max_elements ? src.count - done : max_elements;
+    out.push_back(Transfer{peer, Range{src.offset + done, len}, dst_offset + done});
+    done += len;
+  }
+}
+
+}  // namespace ruccl::ring
