@@ -42,14 +42,23 @@ struct Range {
   friend bool operator==(const Range&, const Range&) = default;
 };
 
-enum class Combine : std::uint8_t { kCopy, kReduce };
+// What the destination does with an incoming range.
+//   kCopy         recv[dst] = src
+//   kReduce       recv[dst] = recv[dst] op src
+//   kReduceInput  recv[dst] = input[dst] op src  (the destination's own input at the
+//                 same offset: lets the first partial sum skip copying the input)
+enum class Combine : std::uint8_t { kCopy, kReduce, kReduceInput };
+
+// Which buffer of the source rank a transfer reads.
+enum class Source : std::uint8_t { kSend, kInput };
 
 // One message of one step, seen from one side. For a receive, `peer` is the source
 // rank; for a send, the destination. Offsets and counts are in elements.
 struct Transfer {
   std::size_t peer = 0;
-  Range src;                // in the source's send buffer
+  Range src;                   // in the source's send (or input) buffer
   std::size_t dst_offset = 0;  // in the destination's recv buffer
+  Source source = Source::kSend;
   friend bool operator==(const Transfer&, const Transfer&) = default;
 };
 
@@ -65,6 +74,8 @@ class AdapterState {
 struct RankBuffers {
   DeviceId device{};
   void* stream = nullptr;          // the caller's stream (CUDA); null on the host
+  const void* input = nullptr;     // the caller's input (Source::kInput, kReduceInput)
+  std::size_t input_count = 0;
   const void* send = nullptr;
   std::size_t send_count = 0;
   void* recv = nullptr;

@@ -1,10 +1,13 @@
 // Buffer layout per collective kind (element offsets; es = element size):
-//   all_reduce      work = output; input copied in; ring all-reduce in place.
-//   reduce          root: work = output; others: work = scratch copy of input.
+//   all_reduce      work = output; the ring combines inputs as it goes.
+//   reduce          root: work = output; chain head: its input only; others:
+//                   work = scratch for the partial sums.
 //   broadcast       root sends from its input; the others receive into output.
 //   all_gather      work = output [world * count]; input copied to rank's chunk.
-//   reduce_scatter  work = scratch copy of input (the input itself if in-place);
-//                   the rank's balanced shard is copied out at the end.
+//   reduce_scatter  work = scratch (the input itself if in-place); the rank's
+//                   balanced shard is copied out at the end.
+// Reducing kinds never copy the input in first (Combine::kReduceInput), except
+// with a world of one, where no step runs.
 //   all_to_all_v    send = input, recv = output (rows in source order).
 // Every rank passes through the same barriers: setup, each algorithm step, and
 // completion, so a failure in any of them reaches every rank.
@@ -103,19 +106,29 @@ class RankExecution {
       me_.device = req_.out->device;
       me_.stream = req_.out->stream;
     }
-    RUCCL_TRY(job_.adapter->begin(work_, rank_));
     const std::size_t n = geo_.count;
+    if (req_.has_input) {
+      me_.input = req_.in.data;
+      me_.input_count = n;
+    }
+    RUCCL_TRY(job_.adapter->begin(work_, rank_));
     switch (req_.kind) {
       case CollectiveKind::kAllReduce: {
         auto work = output(n);
         RUCCL_TRY(work);
-        RUCCL_TRY(copy(work.value(), req_.in.data, n));
+        if (world_ == 1) RUCCL_TRY(copy(work.value(), req_.in.data, n));
         return use(work.value(), n);
       }
       case CollectiveKind::kReduce: {
-        auto work = rank_ == plan_.root ? output(n) : scratch(n);
+        if (rank_ == plan_.root) {
+          auto work = output(n);
+          RUCCL_TRY(work);
+          if (world_ == 1) RUCCL_TRY(copy(work.value(), req_.in.data, n));
+          return use(work.value(), n);
+        }
+        if (ring::reduce_position(rank_, plan_.root, world_) == 0) return Status::ok();  // head
+        auto work = scratch(n);
         RUCCL_TRY(work);
-        RUCCL_TRY(copy(work.value(), req_.in.data, n));
         return use(work.value(), n);
       }
       case CollectiveKind::kBroadcast: {
@@ -138,7 +151,7 @@ class RankExecution {
         const bool in_place = req_.out && req_.out->data == at(req_.in.data, shard().offset);
         auto work = in_place ? Result<void*>(req_.in.data) : scratch(n);
         RUCCL_TRY(work);
-        if (!in_place) RUCCL_TRY(copy(work.value(), req_.in.data, n));
+        if (world_ == 1) RUCCL_TRY(copy(work.value(), req_.in.data, n));
         return use(work.value(), n);
       }
       case CollectiveKind::kAllToAllV: {

@@ -1,8 +1,13 @@
 #include "core/rendezvous.hpp"
 
+#include <sched.h>
+
 #include <string>
 
 namespace ruccl::core {
+namespace {
+constexpr int kBarrierSpinMicros = 50;
+}  // namespace
 
 Rendezvous::Rendezvous(std::size_t world)
     : world_(world),
@@ -84,16 +89,23 @@ Status Rendezvous::barrier(std::size_t rank, Status mine, Clock::time_point dead
     barrier_pending_ = mine.with_context(describe(generation_.seq, generation_.kind) +
                                          " failed on rank " + std::to_string(rank));
   at_barrier_[rank] = true;
-  const std::uint64_t phase = barrier_phase_;
+  const std::uint64_t phase = barrier_phase_.load(std::memory_order_relaxed);
   if (++barrier_count_ == world_) {
     barrier_result_ = barrier_pending_ ? *barrier_pending_ : Status::ok();
     barrier_pending_.reset();
     barrier_count_ = 0;
     at_barrier_.assign(world_, false);
-    ++barrier_phase_;
+    barrier_phase_.store(phase + 1, std::memory_order_release);
     changed_.notify_all();
     return barrier_result_;
   }
+  // Steps are short: poll the phase for a little while (yielding the core, as
+  // ranks may outnumber cores) before sleeping on the condition variable.
+  lock.unlock();
+  const auto spin_until = Clock::now() + std::chrono::microseconds(kBarrierSpinMicros);
+  while (barrier_phase_.load(std::memory_order_acquire) == phase && Clock::now() < spin_until)
+    sched_yield();
+  lock.lock();
   RUCCL_TRY(wait(lock, deadline, [&] { return barrier_phase_ != phase; },
                  "every rank to finish a step", at_barrier_));
   return barrier_result_;

@@ -13,6 +13,7 @@
 // the same error until the communicator is replaced (reset).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -75,7 +76,7 @@ class Rendezvous {
   // Step barrier.
   std::vector<bool> at_barrier_;
   std::size_t barrier_count_ = 0;
-  std::uint64_t barrier_phase_ = 0;
+  std::atomic<std::uint64_t> barrier_phase_{0};  // written under mutex_, polled without it
   std::optional<Status> barrier_pending_;   // first failure of the open phase
   Status barrier_result_;                   // outcome of the last completed phase
 };

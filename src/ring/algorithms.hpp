@@ -1,8 +1,9 @@
 // The collective algorithms, each written once over RankRun (one per file).
 //
-// Buffers: every algorithm works in place on the ranks' recv buffers, reading the
-// peers' send buffers; the caller lays them out (see src/core/engine.cpp) and
-// copies inputs in and results out. All ranges are in elements.
+// Buffers: every algorithm writes the ranks' recv buffers, reading the peers'
+// send (or input) buffers; the caller lays them out (see src/core/engine.cpp).
+// Reducing algorithms combine with the rank's own input as they go, so inputs
+// need no copy first. All ranges are in elements.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,8 @@
 namespace ruccl::ring {
 
 // Ring reduce-scatter over `chunks` (one per rank): afterwards rank r's buffer
-// holds the full reduction of chunks[r]. send == recv buffer on every rank.
+// holds the full reduction of chunks[r] (other chunks hold partials, and the
+// chunk r-1 nothing). send == recv buffer; input may be that buffer (in-place).
 Status ring_reduce_scatter(RankRun& run, std::span<const Range> chunks);
 // Ring all-gather: rank r starts with chunks[r] in its buffer and ends with all.
 Status ring_all_gather(RankRun& run, std::span<const Range> chunks);
@@ -22,7 +24,8 @@ Status ring_all_gather(RankRun& run, std::span<const Range> chunks);
 Status ring_all_reduce(RankRun& run, std::size_t units, std::size_t unit);
 // Pipelined chain from the root: every rank ends with the root's segments.
 Status chain_broadcast(RankRun& run, std::span<const Range> segments, std::size_t root);
-// Pipelined chain to the root: the root's buffer ends with the reduction.
+// Pipelined chain to the root: the root's buffer ends with the reduction. The
+// chain's head (the rank after the root) reads only its input.
 Status chain_reduce(RankRun& run, std::span<const Range> segments, std::size_t root);
 // Pairwise all-to-all-v. rows[s][d]: rows rank s sends to rank d; `row` elements
 // per row. Rank d receives source s's block at the prefix of rows[*][d].

@@ -93,10 +93,10 @@ Result<std::size_t> message_elements(std::size_t max_chunk_bytes, std::size_t el
 }
 
 void append_messages(std::vector<Transfer>& out, std::size_t peer, Range src,
-                     std::size_t dst_offset, std::size_t max_elements) {
+                     std::size_t dst_offset, std::size_t max_elements, Source source) {
   for (std::size_t done = 0; done < src.count;) {
     const std::size_t len = src.count - done < max_elements ? src.count - done : max_elements;
-    out.push_back(Transfer{peer, Range{src.offset + done, len}, dst_offset + done});
+    out.push_back(Transfer{peer, Range{src.offset + done, len}, dst_offset + done, source});
     done += len;
   }
 }

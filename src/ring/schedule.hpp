@@ -75,6 +75,7 @@ Result<std::size_t> message_elements(std::size_t max_chunk_bytes, std::size_t el
 // Appends `src` as messages of at most `max_elements` elements, keeping the
 // destination offsets contiguous. An empty range appends nothing.
 void append_messages(std::vector<Transfer>& out, std::size_t peer, Range src,
-                     std::size_t dst_offset, std::size_t max_elements);
+                     std::size_t dst_offset, std::size_t max_elements,
+                     Source source = Source::kSend);
 
 }  // namespace ruccl::ring

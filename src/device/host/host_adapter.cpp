@@ -54,16 +54,28 @@ class HostAdapter final : public DeviceAdapter {
       if (t.src.count == 0) continue;
       if (t.peer >= work.world) return out_of_bounds("peer", rank, t);
       const RankBuffers& from = work.ranks[t.peer];
-      if (from.send == nullptr || t.src.end() > from.send_count)
+      const bool from_input = t.source == Source::kInput;
+      const void* base = from_input ? from.input : from.send;
+      if (base == nullptr || t.src.end() > (from_input ? from.input_count : from.send_count))
         return out_of_bounds("source range", rank, t);
       if (me.recv == nullptr || t.dst_offset + t.src.count > me.recv_count)
         return out_of_bounds("destination range", rank, t);
-      const auto* src = static_cast<const std::byte*>(from.send) + t.src.offset * es;
+      const auto* src = static_cast<const std::byte*>(base) + t.src.offset * es;
       auto* dst = static_cast<std::byte*>(me.recv) + t.dst_offset * es;
-      if (combine == Combine::kCopy) {
-        std::memmove(dst, src, t.src.count * es);
-      } else {
-        RUCCL_TRY(host::reduce_into(work.dtype, work.op, dst, src, t.src.count));
+      switch (combine) {
+        case Combine::kCopy:
+          std::memmove(dst, src, t.src.count * es);
+          break;
+        case Combine::kReduce:
+          RUCCL_TRY(host::reduce(work.dtype, work.op, dst, dst, src, t.src.count));
+          break;
+        case Combine::kReduceInput: {
+          if (me.input == nullptr || t.dst_offset + t.src.count > me.input_count)
+            return out_of_bounds("own input range", rank, t);
+          const auto* mine = static_cast<const std::byte*>(me.input) + t.dst_offset * es;
+          RUCCL_TRY(host::reduce(work.dtype, work.op, dst, mine, src, t.src.count));
+          break;
+        }
       }
     }
     return Status::ok();

@@ -19,47 +19,70 @@ struct Mul { template <typename T> T operator()(T a, T b) const { return a * b; 
 struct Min { template <typename T> T operator()(T a, T b) const { return b < a ? b : a; } };
 struct Max { template <typename T> T operator()(T a, T b) const { return a < b ? b : a; } };
 
+// The loop body is elementwise, so dst == a is safe; when it is, the loop runs
+// through the two-operand form, which the compiler vectorises without alias checks.
 template <typename T, typename F>
-void combine(T* __restrict dst, const T* __restrict src, std::size_t n, F f) {
+void combine_loop(T* dst, const T* a, const T* __restrict b, std::size_t n, F f) {
+  if (dst == a) {
+    T* __restrict d = dst;
+    for (std::size_t i = 0; i < n; ++i) d[i] = f(d[i], b[i]);
+  } else {
+    T* __restrict d = dst;
+    const T* __restrict x = a;
+    for (std::size_t i = 0; i < n; ++i) d[i] = f(x[i], b[i]);
+  }
+}
+
+template <typename T, typename F>
+void combine(T* dst, const T* a, const T* b, std::size_t n, F f) {
   if constexpr (std::is_integral_v<T> && std::is_signed_v<T> &&
                 (std::is_same_v<F, Add> || std::is_same_v<F, Mul>)) {
     using U = std::make_unsigned_t<T>;
     // Wrapping arithmetic: combine the two's-complement bit patterns.
-    combine(reinterpret_cast<U*>(dst), reinterpret_cast<const U*>(src), n, f);
+    combine(reinterpret_cast<U*>(dst), reinterpret_cast<const U*>(a),
+            reinterpret_cast<const U*>(b), n, f);
   } else if constexpr (std::is_integral_v<T> && sizeof(T) < sizeof(int) &&
                        (std::is_same_v<F, Add> || std::is_same_v<F, Mul>)) {
     // Narrow unsigned types promote to int; compute in unsigned int and truncate.
-    for (std::size_t i = 0; i < n; ++i)
-      dst[i] = static_cast<T>(f(static_cast<unsigned>(dst[i]), static_cast<unsigned>(src[i])));
+    combine_loop(dst, a, b, n, [f](T x, T y) {
+      return static_cast<T>(f(static_cast<unsigned>(x), static_cast<unsigned>(y)));
+    });
   } else {
-    for (std::size_t i = 0; i < n; ++i) dst[i] = f(dst[i], src[i]);
+    combine_loop(dst, a, b, n, f);
   }
 }
 
 template <float (*Load)(std::uint16_t), std::uint16_t (*Store)(float), typename F>
-void combine16(std::uint16_t* __restrict dst, const std::uint16_t* __restrict src,
+void combine16(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b,
                std::size_t n, F f) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = Store(f(Load(dst[i]), Load(src[i])));
+  combine_loop(dst, a, b, n,
+               [f](std::uint16_t x, std::uint16_t y) { return Store(f(Load(x), Load(y))); });
+}
+
+template <typename T>
+void typed(void* d, const void* a, const void* b, std::size_t n, auto f) {
+  combine(static_cast<T*>(d), static_cast<const T*>(a), static_cast<const T*>(b), n, f);
 }
 
 template <typename F>
-Status reduce_with(DataType dtype, void* d, const void* s, std::size_t n, F f) {
+Status reduce_with(DataType dtype, void* d, const void* a, const void* b, std::size_t n, F f) {
+  using U16 = std::uint16_t;
   switch (dtype) {
     case DataType::kF16:
-      combine16<f16_to_f32, f32_to_f16>(static_cast<std::uint16_t*>(d),
-                                        static_cast<const std::uint16_t*>(s), n, f);
-      return Status::ok();
+      combine16<f16_to_f32, f32_to_f16>(static_cast<U16*>(d), static_cast<const U16*>(a),
+                                        static_cast<const U16*>(b), n, f);
+      break;
     case DataType::kBF16:
-      combine16<bf16_to_f32, f32_to_bf16>(static_cast<std::uint16_t*>(d),
-                                          static_cast<const std::uint16_t*>(s), n, f);
-      return Status::ok();
-    case DataType::kF32: combine(static_cast<float*>(d), static_cast<const float*>(s), n, f); break;
-    case DataType::kF64: combine(static_cast<double*>(d), static_cast<const double*>(s), n, f); break;
-    case DataType::kI8: combine(static_cast<std::int8_t*>(d), static_cast<const std::int8_t*>(s), n, f); break;
-    case DataType::kU8: combine(static_cast<std::uint8_t*>(d), static_cast<const std::uint8_t*>(s), n, f); break;
-    case DataType::kI32: combine(static_cast<std::int32_t*>(d), static_cast<const std::int32_t*>(s), n, f); break;
-    case DataType::kI64: combine(static_cast<std::int64_t*>(d), static_cast<const std::int64_t*>(s), n, f); break;
-    case DataType::kU64: combine(static_cast<std::uint64_t*>(d), static_cast<const std::uint64_t*>(s), n, f); break;
+      combine16<bf16_to_f32, f32_to_bf16>(static_cast<U16*>(d), static_cast<const U16*>(a),
+                                          static_cast<const U16*>(b), n, f);
+      break;
+    case DataType::kF32: typed<float>(d, a, b, n, f); break;
+    case DataType::kF64: typed<double>(d, a, b, n, f); break;
+    case DataType::kI8: typed<std::int8_t>(d, a, b, n, f); break;
+    case DataType::kU8: typed<std::uint8_t>(d, a, b, n, f); break;
+    case DataType::kI32: typed<std::int32_t>(d, a, b, n, f); break;
+    case DataType::kI64: typed<std::int64_t>(d, a, b, n, f); break;
+    case DataType::kU64: typed<std::uint64_t>(d, a, b, n, f); break;
     case DataType::kBytes: return core::check_reducible(dtype, ReduceOp::kSum);
   }
   return Status::ok();
@@ -82,13 +105,14 @@ void divide16(std::uint16_t* data, std::size_t n, std::size_t divisor) {
 
 }  // namespace
 
-Status reduce_into(DataType dtype, ReduceOp op, void* dst, const void* src, std::size_t count) {
+Status reduce(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b,
+              std::size_t count) {
   RUCCL_TRY(core::check_reducible(dtype, op));
   switch (op) {
-    case ReduceOp::kSum: case ReduceOp::kMean: return reduce_with(dtype, dst, src, count, Add{});
-    case ReduceOp::kProd: return reduce_with(dtype, dst, src, count, Mul{});
-    case ReduceOp::kMin: return reduce_with(dtype, dst, src, count, Min{});
-    case ReduceOp::kMax: return reduce_with(dtype, dst, src, count, Max{});
+    case ReduceOp::kSum: case ReduceOp::kMean: return reduce_with(dtype, dst, a, b, count, Add{});
+    case ReduceOp::kProd: return reduce_with(dtype, dst, a, b, count, Mul{});
+    case ReduceOp::kMin: return reduce_with(dtype, dst, a, b, count, Min{});
+    case ReduceOp::kMax: return reduce_with(dtype, dst, a, b, count, Max{});
   }
   return Status(ErrorCode::kInvalidArgument, "unknown reduction op value");
 }

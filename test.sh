@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds ruccl, and runs every test through ctest;
+# then the in-process tests once under ThreadSanitizer and once under
+# AddressSanitizer + UBSan (separate build trees). Exits non-zero on any failure.
+#   RUCCL_SKIP_SANITIZERS=1 ./test.sh   skips the two sanitizer runs.
+set -euo pipefail
+cd "$(dirname "$0")"
+source tools/setup.sh
+ruccl_setup
+start=$(date +%s)
+
+ruccl_build build
+(cd build && ctest --output-on-failure -j 2)
+
+if [ "${RUCCL_SKIP_SANITIZERS:-0}" != "1" ]; then
+  # Only what the inproc label needs is built under the sanitizers.
+  sanitized() {  # sanitized DIR SANITIZERS
+    ruccl_build "$1" -DRUCCL_SANITIZE="$2" -DRUCCL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    # TSan cannot map its shadow under this kernel's mmap randomisation:
+    # run the tests with address-space randomisation off.
+    (cd "$1" && setarch "$(uname -m)" -R ctest --output-on-failure -L inproc -j 2)
+  }
+  echo "== ThreadSanitizer: inproc tests"
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" sanitized build-tsan thread
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer: inproc tests"
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    sanitized build-asan address,undefined
+fi
+echo "== all tests passed in $(( $(date +%s) - start )) s"

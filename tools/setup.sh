@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Shared set-up of run.sh and test.sh: install the Debian packages that are
+# missing (only those), then configure and build into $BUILD_DIR (default build/).
+# Source it; it defines ruccl_setup and ruccl_build.
+set -euo pipefail
+
+RUCCL_PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev)
+
+ruccl_setup() {
+  local missing=()
+  for p in "${RUCCL_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "== installing missing packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+# ruccl_build DIR [cmake args...]: configure (once) and build DIR.
+ruccl_build() {
+  local dir=$1; shift
+  local jobs
+  jobs=$(nproc 2>/dev/null || echo 2)
+  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
