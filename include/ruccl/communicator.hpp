@@ -11,7 +11,9 @@
 // Forms of every collective:
 //   value form   all_reduce(rank, in, op) -> Tensor: a new tensor; `in` is unchanged.
 //   into form    all_reduce_into(rank, in, out, op): the caller's output view.
-//   in-place     the into form with out.data == in.data.
+//   in-place     the into form with out.data == in.data (all_gather: `in` is the
+//                rank's block inside `out`; reduce_scatter: `out` is the rank's
+//                shard inside `in`, as in NCCL).
 // Views must stay valid until the call returns on this rank.
 #pragma once
 
@@ -83,7 +85,8 @@ class Communicator {
                          CallOptions = {});
   // --- reduce-scatter: the reduction of inputs [rows, ...] is split along axis 0
   //     into world balanced shards (the first rows % world ranks get one row more);
-  //     rank r gets shard r. In-place: shard r is left at its own offset in `in`.
+  //     rank r gets shard r. In-place: pass `out` = shard r inside `in`
+  //     (in.data + its row offset); `in` then holds partial sums elsewhere.
   Result<Tensor> reduce_scatter(std::size_t rank, const TensorView& in, ReduceOp op,
                                 CallOptions = {});
   Status reduce_scatter_into(std::size_t rank, const TensorView& in, const TensorView& out,

@@ -37,8 +37,9 @@ template <typename Pred>
 Status Rendezvous::wait(std::unique_lock<std::mutex>& lock, Clock::time_point deadline, Pred ready,
                         const char* waiting_for, const std::vector<bool>& present) {
   while (true) {
-    if (broken_) return *broken_;
+    // A phase that completed keeps its outcome even if an abort follows it.
     if (ready()) return Status::ok();
+    if (broken_) return *broken_;
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
       if (broken_) return *broken_;
       if (ready()) return Status::ok();

@@ -1,0 +1,217 @@
+#include "perf_report.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace ruccl::perf {
+namespace {
+
+std::string fmt(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+// nccl-tests' time format: two decimals below 10 ms, none above.
+std::string time_text(double us) { return fmt(us < 10000 ? "%.2f" : "%.0f", us); }
+
+std::string op_text(const Case& c) { return c.op ? std::string(op_name(*c.op)) : "none"; }
+std::string root_text(const Case& c) { return c.root ? std::to_string(*c.root) : "-1"; }
+
+void print_timing(std::FILE* out, const Timing& t) {
+  if (!t.ran) {
+    std::fprintf(out, "  %8s %8s %8s %6s %8s %8s", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A");
+    return;
+  }
+  if (!t.error.empty()) {
+    std::fprintf(out, "  %8s %8s %8s %6s %8s %8s", "-", "-", "-", "ERROR", "-", "-");
+    return;
+  }
+  const std::string wrong = t.wrong ? std::to_string(*t.wrong) : "N/A";
+  std::fprintf(out, "  %8s %8.2f %8.2f %6s %8s %8s", time_text(t.mean_us).c_str(), t.algbw_gbps,
+               t.busbw_gbps, wrong.c_str(), time_text(t.p50_us).c_str(),
+               time_text(t.p99_us).c_str());
+}
+
+bool timing_failed(const Timing& t) {
+  return t.ran && (!t.error.empty() || (t.wrong && *t.wrong != 0));
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", u);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_timing(const Timing& t) {
+  if (!t.ran) return "null";
+  std::ostringstream o;
+  o << "{\"time_us\": " << t.mean_us << ", \"algbw_gbps\": " << t.algbw_gbps
+    << ", \"busbw_gbps\": " << t.busbw_gbps
+    << ", \"wrong\": " << (t.wrong ? std::to_string(*t.wrong) : "null")
+    << ", \"p50_us\": " << t.p50_us << ", \"p99_us\": " << t.p99_us
+    << ", \"error\": " << (t.error.empty() ? "null" : json_string(t.error)) << "}";
+  return o.str();
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+std::string csv_timing(const Timing& t) {
+  if (!t.ran) return ",,,,,,";
+  std::ostringstream o;
+  o << t.mean_us << ',' << t.algbw_gbps << ',' << t.busbw_gbps << ','
+    << (t.wrong ? std::to_string(*t.wrong) : "") << ',' << t.p50_us << ',' << t.p99_us << ','
+    << csv_field(t.error);
+  return o.str();
+}
+
+Status write_file(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (file) file << text;
+  if (file) file.close();
+  if (!file)
+    return Status(ErrorCode::kInvalidArgument,
+                  "cannot write " + path + ": " + std::strerror(errno));
+  return Status::ok();
+}
+
+}  // namespace
+
+void print_header(std::FILE* out, const Options& options, const Config& config,
+                  const std::optional<MemcpyBaseline>& memcpy_baseline) {
+  std::fprintf(out, "# ruccl-perf: %zu ranks (threads) on the host adapter, dtype %s\n",
+               options.ranks, std::string(dtype_name(options.dtype)).c_str());
+  std::fprintf(out,
+               "# sizes %zu..%zu bytes x%zu, iters %zu, warmup %zu, check %d, "
+               "max_chunk_bytes %zu, segment_bytes %zu\n",
+               options.min_bytes, options.max_bytes, options.step_factor, options.iters,
+               options.warmup, options.check ? 1 : 0, config.max_chunk_bytes(),
+               config.segment_bytes());
+  if (memcpy_baseline)
+    std::fprintf(out, "# memcpy %zu bytes: %.2f GB/s\n", memcpy_baseline->bytes,
+                 memcpy_baseline->gbps);
+  std::fprintf(out, "#\n");
+  std::fprintf(out, "# %70s%61s\n", "out-of-place", "in-place");
+  std::fprintf(out, "# %10s  %12s  %6s  %6s  %6s", "size", "count", "type", "redop", "root");
+  for (int i = 0; i < 2; ++i)
+    std::fprintf(out, "  %8s %8s %8s %6s %8s %8s", "time", "algbw", "busbw", "#wrong", "p50", "p99");
+  std::fprintf(out, "\n# %10s  %12s  %6s  %6s  %6s", "(B)", "(elements)", "", "", "");
+  for (int i = 0; i < 2; ++i)
+    std::fprintf(out, "  %8s %8s %8s %6s %8s %8s", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)");
+  std::fprintf(out, "\n");
+}
+
+void print_section(std::FILE* out, CollectiveKind kind) {
+  std::fprintf(out, "# collective: %s\n", std::string(kind_name(kind)).c_str());
+}
+
+void print_note(std::FILE* out, const std::string& note) {
+  std::fprintf(out, "# %s\n", note.c_str());
+}
+
+void print_row(std::FILE* out, const Row& row) {
+  const Case& c = row.c;
+  std::fprintf(out, "  %10zu  %12zu  %6s  %6s  %6s", c.size_bytes, c.count,
+               std::string(dtype_name(c.dtype)).c_str(), op_text(c).c_str(), root_text(c).c_str());
+  print_timing(out, row.out_of_place);
+  print_timing(out, row.in_place);
+  std::fprintf(out, "\n");
+  for (const Timing* t : {&row.out_of_place, &row.in_place})
+    if (t->ran && !t->error.empty())
+      std::fprintf(out, "# %s error: %s\n", t == &row.in_place ? "in-place" : "out-of-place",
+                   t->error.c_str());
+  std::fflush(out);
+}
+
+void print_footer(std::FILE* out, const std::vector<Row>& rows) {
+  double busbw = 0;
+  std::size_t measured = 0;
+  for (const Row& row : rows)
+    for (const Timing* t : {&row.out_of_place, &row.in_place})
+      if (t->ran && t->error.empty()) {
+        busbw += t->busbw_gbps;
+        ++measured;
+      }
+  const bool failed = any_error(rows);
+  std::fprintf(out, "# Out of bounds values : %zu %s\n", total_wrong(rows), failed ? "FAILED" : "OK");
+  std::fprintf(out, "# Avg bus bandwidth    : %g\n", measured ? busbw / static_cast<double>(measured) : 0.0);
+  std::fprintf(out, "#\n");
+}
+
+std::size_t total_wrong(const std::vector<Row>& rows) {
+  std::size_t wrong = 0;
+  for (const Row& row : rows)
+    for (const Timing* t : {&row.out_of_place, &row.in_place}) wrong += t->wrong.value_or(0);
+  return wrong;
+}
+
+bool any_error(const std::vector<Row>& rows) {
+  for (const Row& row : rows)
+    if (timing_failed(row.out_of_place) || timing_failed(row.in_place)) return true;
+  return false;
+}
+
+Status write_json(const std::string& path, const Options& options, const Config& config,
+                  const std::optional<MemcpyBaseline>& memcpy_baseline,
+                  const std::vector<Row>& rows) {
+  std::ostringstream o;
+  o << "{\n  \"tool\": \"ruccl-perf\",\n  \"ranks\": " << options.ranks
+    << ",\n  \"iters\": " << options.iters << ",\n  \"warmup\": " << options.warmup
+    << ",\n  \"check\": " << (options.check ? "true" : "false")
+    << ",\n  \"max_chunk_bytes\": " << config.max_chunk_bytes()
+    << ",\n  \"segment_bytes\": " << config.segment_bytes() << ",\n  \"memcpy\": ";
+  if (memcpy_baseline)
+    o << "{\"bytes\": " << memcpy_baseline->bytes << ", \"gbps\": " << memcpy_baseline->gbps << "}";
+  else
+    o << "null";
+  o << ",\n  \"results\": [";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Case& c = rows[i].c;
+    o << (i ? "," : "") << "\n    {\"collective\": " << json_string(kind_name(c.kind))
+      << ", \"size\": " << c.size_bytes << ", \"count\": " << c.count
+      << ", \"type\": " << json_string(dtype_name(c.dtype))
+      << ", \"redop\": " << (c.op ? json_string(op_name(*c.op)) : "null")
+      << ", \"root\": " << (c.root ? std::to_string(*c.root) : "null")
+      << ", \"ranks\": " << c.ranks
+      << ",\n     \"out_of_place\": " << json_timing(rows[i].out_of_place)
+      << ",\n     \"in_place\": " << json_timing(rows[i].in_place) << "}";
+  }
+  o << "\n  ]\n}\n";
+  return write_file(path, o.str());
+}
+
+Status write_csv(const std::string& path, const std::vector<Row>& rows) {
+  std::ostringstream o;
+  o << "collective,size,count,type,redop,root,ranks,"
+       "oop_time_us,oop_algbw_gbps,oop_busbw_gbps,oop_wrong,oop_p50_us,oop_p99_us,oop_error,"
+       "ip_time_us,ip_algbw_gbps,ip_busbw_gbps,ip_wrong,ip_p50_us,ip_p99_us,ip_error\n";
+  for (const Row& row : rows) {
+    const Case& c = row.c;
+    o << kind_name(c.kind) << ',' << c.size_bytes << ',' << c.count << ','
+      << dtype_name(c.dtype) << ',' << (c.op ? op_name(*c.op) : "") << ','
+      << (c.root ? std::to_string(*c.root) : "") << ',' << c.ranks << ','
+      << csv_timing(row.out_of_place) << ',' << csv_timing(row.in_place) << '\n';
+  }
+  return write_file(path, o.str());
+}
+
+}  // namespace ruccl::perf

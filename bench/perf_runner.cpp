@@ -1,0 +1,347 @@
+#include "perf_runner.hpp"
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "perf_data.hpp"
+#include "ruccl/device.hpp"
+
+namespace ruccl::perf {
+
+// ---------------------------------------------------------------- RankPool
+
+RankPool::RankPool(std::size_t ranks) {
+  threads_.reserve(ranks);
+  for (std::size_t rank = 0; rank < ranks; ++rank)
+    threads_.emplace_back([this, rank] { serve(rank); });
+}
+
+RankPool::~RankPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+Status RankPool::run(const std::function<void(std::size_t)>& task) {
+  std::unique_lock lock(mutex_);
+  task_ = &task;
+  running_ = threads_.size();
+  first_error_ = Status::ok();
+  ++generation_;
+  wake_.notify_all();
+  done_.wait(lock, [&] { return running_ == 0; });
+  task_ = nullptr;
+  return first_error_;
+}
+
+void RankPool::serve(std::size_t rank) {
+  std::uint64_t seen = 0;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    if (stop_) return;
+    seen = generation_;
+    const auto* task = task_;
+    lock.unlock();
+    Status error;
+    try {
+      (*task)(rank);
+    } catch (const std::exception& e) {
+      error = Status(ErrorCode::kInternal, "rank " + std::to_string(rank) + " threw: " + e.what());
+    } catch (...) {
+      error = Status(ErrorCode::kInternal, "rank " + std::to_string(rank) + " threw");
+    }
+    lock.lock();
+    if (!error.is_ok() && first_error_.is_ok()) first_error_ = error;
+    if (--running_ == 0) done_.notify_one();
+  }
+}
+
+// ---------------------------------------------------------------- cases
+
+std::optional<Case> make_case(CollectiveKind kind, DataType dtype, std::optional<ReduceOp> op,
+                              std::size_t root, std::size_t ranks, std::size_t size_bytes) {
+  Case c;
+  c.kind = kind;
+  c.dtype = dtype;
+  c.op = kind_reduces(kind) ? op : std::nullopt;
+  c.root = kind_has_root(kind) ? std::optional(root) : std::nullopt;
+  c.ranks = ranks;
+  const std::size_t elem = dtype_size(dtype);
+  switch (kind) {
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAllV:
+      // Whole blocks of `chunk` elements, one per rank.
+      c.chunk = size_bytes / (ranks * elem);
+      c.count = c.chunk * ranks;
+      break;
+    default:
+      c.count = size_bytes / elem;
+      c.chunk = c.count;
+      break;
+  }
+  c.size_bytes = c.count * elem;
+  if (c.count == 0) return std::nullopt;
+  return c;
+}
+
+namespace {
+volatile unsigned char memcpy_sink;
+}  // namespace
+
+MemcpyBaseline measure_memcpy(std::size_t bytes, std::size_t reps) {
+  MemcpyBaseline out{bytes, 0};
+  auto src = Tensor::host(DataType::kU8, {bytes});
+  auto dst = Tensor::host(DataType::kU8, {bytes});
+  if (!src || !dst || bytes == 0) return out;
+  std::memset(src->data(), 0x5a, bytes);
+  std::memcpy(dst->data(), src->data(), bytes);  // warm-up: fault in every page
+  double total_s = 0;
+  for (std::size_t i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(dst->data(), src->data(), bytes);
+    const auto t1 = std::chrono::steady_clock::now();
+    total_s += std::chrono::duration<double>(t1 - t0).count();
+    // Keep the copy observable so it cannot be dropped.
+    memcpy_sink = static_cast<unsigned char*>(dst->data())[i % bytes];
+  }
+  out.gbps = total_s > 0 ? static_cast<double>(bytes) * static_cast<double>(reps) / total_s / 1e9 : 0;
+  return out;
+}
+
+// ---------------------------------------------------------------- Runner
+
+// One rank's buffers and the views of the placement being measured.
+struct Runner::RankState {
+  Tensor in;   // the input (and, in place, the result of most collectives)
+  Tensor out;  // the output (and the in-place buffer of all_gather)
+  TensorView in_view;
+  TensorView out_view;
+  std::vector<std::size_t> send_counts;  // all_to_all_v
+  std::vector<std::size_t> recv_counts;
+  std::vector<double> times_us;
+  Status status;
+  std::size_t wrong = 0;
+};
+
+namespace {
+
+Status ensure_bytes(Tensor& t, std::size_t bytes, std::size_t rank) {
+  if (t.data() != nullptr && t.bytes() >= bytes) return Status::ok();
+  t = Tensor();  // free first: peak memory stays one buffer per role
+  auto fresh = Tensor::host(DataType::kU8, {std::max<std::size_t>(bytes, 1)}, rank);
+  RUCCL_TRY(fresh);
+  t = std::move(fresh).value();
+  return Status::ok();
+}
+
+std::byte* at(const Tensor& t, std::size_t byte_offset) {
+  return static_cast<std::byte*>(t.data()) + byte_offset;
+}
+
+// The nearest-rank percentile of sorted values.
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const auto index = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<std::size_t>(index, 1, sorted.size()) - 1];
+}
+
+}  // namespace
+
+Runner::Runner(const Options& options, const Config& config,
+               std::shared_ptr<DeviceAdapter> adapter, std::shared_ptr<Communicator> comm)
+    : options_(options),
+      config_(config),
+      adapter_(std::move(adapter)),
+      comm_(std::move(comm)),
+      ranks_(options.ranks),
+      pool_(options.ranks) {}
+
+Runner::~Runner() = default;
+
+Result<std::unique_ptr<Runner>> Runner::create(const Options& options, const Config& config) {
+  std::vector<DeviceId> devices;
+  for (std::size_t rank = 0; rank < options.ranks; ++rank) devices.push_back(host_device(rank));
+  std::shared_ptr<DeviceAdapter> adapter = make_host_adapter();
+  auto comm = Communicator::create(std::move(devices), adapter, config);
+  if (!comm) return comm.status();
+  return std::unique_ptr<Runner>(
+      new Runner(options, config, std::move(adapter), std::move(comm).value()));
+}
+
+Status Runner::task_error(const Status& pool_status) const {
+  if (!pool_status) return pool_status;
+  const Status* aborted = nullptr;
+  for (const RankState& st : ranks_) {
+    if (st.status.is_ok()) continue;
+    if (st.status.code() != ErrorCode::kAborted) return st.status;
+    if (aborted == nullptr) aborted = &st.status;
+  }
+  return aborted ? *aborted : Status::ok();
+}
+
+Status Runner::renew_communicator() {
+  if (!comm_->aborted()) return Status::ok();
+  auto comm = Communicator::create(comm_->devices(), adapter_, config_);
+  if (!comm) return comm.status();
+  comm_ = std::move(comm).value();
+  return Status::ok();
+}
+
+Row Runner::run(const Case& c) {
+  Row row;
+  row.c = c;
+  row.out_of_place = measure(c, false);
+  if (kind_has_in_place(c.kind)) row.in_place = measure(c, true);
+  return row;
+}
+
+Timing Runner::measure(const Case& c, bool in_place) {
+  Timing timing;
+  timing.ran = true;
+  if (Status s = renew_communicator(); !s) {
+    timing.error = s.to_string();
+    return timing;
+  }
+  Communicator& comm = *comm_;
+  const DataModel model(c);
+  const std::size_t elem = dtype_size(c.dtype);
+  const std::size_t n = c.ranks;
+  const std::size_t root = c.root.value_or(0);
+  // In place follows nccl-tests (and ruccl's engine): all_gather's input is block r
+  // of rank r's output; reduce_scatter's output is block r of rank r's input.
+  const bool gather_in_out = in_place && c.kind == CollectiveKind::kAllGather;
+
+  // Where rank's input goes, and where its result comes back.
+  auto input_at = [&](RankState& st, std::size_t rank) -> std::byte* {
+    return gather_in_out ? at(st.out, rank * c.chunk * elem) : at(st.in, 0);
+  };
+  auto result_at = [&](RankState& st, std::size_t rank) -> std::byte* {
+    if (!in_place || c.kind == CollectiveKind::kAllGather) return at(st.out, 0);
+    if (c.kind == CollectiveKind::kReduceScatter) return at(st.in, rank * c.chunk * elem);
+    return at(st.in, 0);
+  };
+  auto call = [&](RankState& st, std::size_t rank) -> Status {
+    switch (c.kind) {
+      case CollectiveKind::kAllReduce:
+        return comm.all_reduce_into(rank, st.in_view, st.out_view, *c.op);
+      case CollectiveKind::kReduce:
+        return comm.reduce_into(rank, st.in_view, st.out_view, *c.op, root);
+      case CollectiveKind::kBroadcast:
+        return comm.broadcast_into(rank, rank == root ? &st.in_view : nullptr, st.out_view);
+      case CollectiveKind::kAllGather: return comm.all_gather_into(rank, st.in_view, st.out_view);
+      case CollectiveKind::kReduceScatter:
+        return comm.reduce_scatter_into(rank, st.in_view, st.out_view, *c.op);
+      case CollectiveKind::kAllToAllV:
+        return comm.all_to_all_v_into(rank, st.in_view, st.send_counts, st.out_view, st.recv_counts);
+    }
+    return Status(ErrorCode::kInternal, "unknown collective");
+  };
+  auto fail = [&](RankState& st, std::size_t rank, const Status& s) {
+    st.status = s;
+    comm.abort("ruccl-perf: rank " + std::to_string(rank) + " failed: " + s.to_string());
+  };
+
+  // 1. Buffers, inputs and views (untimed).
+  const std::size_t out_count = c.kind == CollectiveKind::kReduce ? c.count : model.output_count(0);
+  Status setup = pool_.run([&](std::size_t rank) {
+    RankState& st = ranks_[rank];
+    st.status = Status::ok();
+    st.wrong = 0;
+    st.status = ensure_bytes(st.in, model.input_count() * elem, rank);
+    if (st.status) st.status = ensure_bytes(st.out, out_count * elem, rank);
+    if (!st.status) return;
+    const DeviceId device = host_device(rank);
+    st.in_view = TensorView::of(input_at(st, rank), c.dtype, model.input_count(), device);
+    st.out_view = TensorView::of(at(st.out, 0), c.dtype, out_count, device);
+    if (in_place && !gather_in_out) st.out_view = st.in_view;
+    if (in_place && c.kind == CollectiveKind::kReduceScatter)  // shard r stays at its offset
+      st.out_view = TensorView::of(result_at(st, rank), c.dtype, c.chunk, device);
+    st.send_counts.assign(n, c.chunk);
+    st.recv_counts.clear();
+    model.fill_input(rank, input_at(st, rank));
+  });
+  setup = task_error(setup);
+  if (!setup) {
+    timing.error = setup.to_string();
+    return timing;
+  }
+
+  // 2. Warm-up and timed iterations; a barrier before each call, only the call timed.
+  const std::size_t iters = options_.iters;
+  const std::size_t warmup = options_.warmup;
+  std::barrier sync(static_cast<std::ptrdiff_t>(n));
+  Status timed = pool_.run([&](std::size_t rank) {
+    RankState& st = ranks_[rank];
+    st.times_us.assign(iters, 0.0);
+    for (std::size_t it = 0; it < warmup + iters; ++it) {
+      sync.arrive_and_wait();
+      const auto t0 = std::chrono::steady_clock::now();
+      const Status s = call(st, rank);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!s) {
+        fail(st, rank, s);
+        sync.arrive_and_drop();
+        return;
+      }
+      if (it >= warmup) st.times_us[it - warmup] = std::chrono::duration<double, std::micro>(t1 - t0).count();
+    }
+  });
+  timed = task_error(timed);
+  if (!timed) {
+    timing.error = timed.to_string();
+    return timing;
+  }
+
+  std::vector<double> per_iter(iters, 0.0);
+  for (std::size_t it = 0; it < iters; ++it)
+    for (const RankState& st : ranks_) per_iter[it] = std::max(per_iter[it], st.times_us[it]);
+  double total = 0;
+  for (double t : per_iter) total += t;
+  timing.mean_us = iters ? total / static_cast<double>(iters) : 0;
+  std::sort(per_iter.begin(), per_iter.end());
+  timing.p50_us = percentile(per_iter, 50);
+  timing.p99_us = percentile(per_iter, 99);
+  if (timing.mean_us > 0) {
+    timing.algbw_gbps = static_cast<double>(c.size_bytes) / timing.mean_us / 1e3;
+    timing.busbw_gbps = timing.algbw_gbps * bus_factor(c.kind, n);
+  }
+
+  // 3. Check: fresh inputs, poisoned outputs, one call, every element compared.
+  if (!options_.check) return timing;
+  Status checked = pool_.run([&](std::size_t rank) {
+    RankState& st = ranks_[rank];
+    model.fill_input(rank, input_at(st, rank));
+    if (!in_place) std::memset(at(st.out, 0), 0xa5, out_count * elem);
+    if (const Status s = call(st, rank); !s) {
+      fail(st, rank, s);
+      return;
+    }
+    st.wrong = model.count_wrong_output(rank, result_at(st, rank));
+    if (!in_place) st.wrong += model.count_wrong_input(rank, at(st.in, 0));
+    if (c.kind == CollectiveKind::kAllToAllV) {
+      if (st.recv_counts.size() != n) st.wrong += n;
+      else for (std::size_t got : st.recv_counts) st.wrong += got != c.chunk;
+    }
+  });
+  checked = task_error(checked);
+  if (!checked) {
+    timing.error = checked.to_string();
+    return timing;
+  }
+  std::size_t wrong = 0;
+  for (const RankState& st : ranks_) wrong += st.wrong;
+  timing.wrong = wrong;
+  return timing;
+}
+
+}  // namespace ruccl::perf

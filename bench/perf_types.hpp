@@ -1,0 +1,88 @@
+// ruccl-perf: the vocabulary shared by the CLI, the runner and the reports.
+//
+// Sizes follow nccl-tests: `size` is the bytes of the buffer a collective is
+// named after (all_gather: the gathered output; reduce_scatter: the input;
+// all_to_all_v: one rank's send total), and `count` is size / element bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ruccl/communicator.hpp"
+#include "ruccl/types.hpp"
+
+namespace ruccl::perf {
+
+// Every collective ruccl-perf measures, in the order `--coll all` runs them.
+inline constexpr CollectiveKind kAllCollectives[] = {
+    CollectiveKind::kAllReduce, CollectiveKind::kBroadcast,     CollectiveKind::kReduce,
+    CollectiveKind::kAllGather, CollectiveKind::kReduceScatter, CollectiveKind::kAllToAllV};
+
+std::string_view kind_name(CollectiveKind kind);
+std::optional<CollectiveKind> parse_kind(std::string_view name);
+bool kind_reduces(CollectiveKind kind);
+bool kind_has_root(CollectiveKind kind);
+bool kind_has_in_place(CollectiveKind kind);  // all_to_all_v is out-of-place only
+// nccl-tests' bus-bandwidth factor: busbw = algbw * factor.
+double bus_factor(CollectiveKind kind, std::size_t ranks);
+
+struct Options {
+  std::vector<CollectiveKind> collectives{CollectiveKind::kAllReduce};
+  std::size_t ranks = 2;
+  std::size_t min_bytes = std::size_t{32} << 20;
+  std::size_t max_bytes = std::size_t{32} << 20;
+  std::size_t step_factor = 2;
+  std::size_t iters = 20;
+  std::size_t warmup = 5;
+  bool check = true;
+  DataType dtype = DataType::kF32;
+  std::vector<ReduceOp> ops{ReduceOp::kSum};
+  std::size_t root = 0;
+  std::optional<std::size_t> max_chunk_bytes;  // nullopt: the Config's (env or default)
+  bool memcpy_baseline = true;
+  std::string json_path;
+  std::string csv_path;
+};
+
+// One measured case: a collective at one size, one op and one placement.
+struct Case {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  DataType dtype = DataType::kF32;
+  std::optional<ReduceOp> op;       // nullopt for collectives that do not reduce
+  std::optional<std::size_t> root;  // nullopt for collectives without a root
+  std::size_t ranks = 0;
+  std::size_t size_bytes = 0;       // nccl-tests' size (see the file comment)
+  std::size_t count = 0;            // size_bytes / element bytes
+  std::size_t chunk = 0;            // elements per rank-block: the per-rank input of
+                                    // all_gather, the output of reduce_scatter, the
+                                    // per-destination count of all_to_all_v; else count
+};
+
+// The measurement of one placement (out-of-place or in-place).
+struct Timing {
+  bool ran = false;          // false: not applicable (in-place all_to_all_v) or skipped
+  double mean_us = 0;        // mean over iterations of the per-iteration max across ranks
+  double p50_us = 0;
+  double p99_us = 0;
+  double algbw_gbps = 0;     // size / mean time, 1e9 bytes per second
+  double busbw_gbps = 0;
+  std::optional<std::size_t> wrong;  // mismatching elements; nullopt when not checked
+  std::string error;                 // a collective's error; empty when it succeeded
+};
+
+struct Row {
+  Case c;
+  Timing out_of_place;
+  Timing in_place;
+};
+
+struct MemcpyBaseline {
+  std::size_t bytes = 0;
+  double gbps = 0;
+};
+
+}  // namespace ruccl::perf

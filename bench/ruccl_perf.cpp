@@ -1,0 +1,317 @@
+// ruccl-perf: bandwidth and latency of ruccl's collectives, modelled on nccl-tests.
+//
+// Runs the in-process host path: `--ranks` threads, one per host device rank, on
+// one Communicator. For each collective, reduction op and size of the sweep it
+// measures out-of-place and in-place, checks every element (-c 1), and prints
+// the nccl-tests table (see perf_report.hpp). Exit status: 0 when every call
+// succeeded and every checked element was right, 1 otherwise, 2 on bad usage.
+//
+// Example: ruccl-perf --coll all_reduce --ranks 4 -b 8 -e 64M -f 4 -n 20 -w 5
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "perf_report.hpp"
+#include "perf_runner.hpp"
+#include "perf_types.hpp"
+
+namespace {
+
+using namespace ruccl;
+using namespace ruccl::perf;
+
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+void print_usage(std::FILE* to) {
+  std::fprintf(to,
+      "usage: ruccl-perf [options]\n"
+      "  -o, --op-kind, --coll NAME  all_reduce|broadcast|reduce|all_gather|reduce_scatter|\n"
+      "                              all_to_all_v|all (default all_reduce)\n"
+      "      --ranks N               ranks (threads), 1..1024 (default 2)\n"
+      "  -b, --minbytes SIZE         smallest size (default 32M); suffixes K, M, G (x1024)\n"
+      "  -e, --maxbytes SIZE         largest size (default 32M)\n"
+      "  -f, --stepfactor N          size multiplication factor (default 2)\n"
+      "  -n, --iters N               timed iterations (default 20)\n"
+      "  -w, --warmup_iters N        warm-up iterations (default 5)\n"
+      "  -c, --check 0|1             check every result element (default 1)\n"
+      "  -d, --datatype NAME         f16|bf16|f32|f64|i8|u8|i32|i64|u64|bytes (default f32)\n"
+      "  -r, --redop NAME            sum|mean|min|max|prod|all (default sum)\n"
+      "      --root N                root of broadcast and reduce (default 0)\n"
+      "      --max-chunk-bytes SIZE  byte budget of one message (default: Config)\n"
+      "      --json FILE, --csv FILE write the results there too\n"
+      "      --memcpy, --no-memcpy   print the single-thread memcpy bandwidth of the\n"
+      "                              largest size before the table (default on)\n"
+      "  -h, --help\n"
+      "size is nccl-tests': all_gather's output bytes, reduce_scatter's input bytes,\n"
+      "all_to_all_v's per-rank send bytes, else the tensor bytes. RUCCL_* environment\n"
+      "variables (Config::from_env) apply, e.g. RUCCL_SEGMENT_BYTES.\n");
+}
+
+std::optional<std::size_t> parse_count(std::string_view text) {
+  std::size_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// "64", "64K", "64k", "1M", "2G", "8KB": suffixes are powers of 1024.
+std::optional<std::size_t> parse_bytes(std::string_view text) {
+  if (!text.empty() && (text.back() == 'B' || text.back() == 'b') && text.size() > 1 &&
+      !std::isdigit(static_cast<unsigned char>(text[text.size() - 2])))
+    text.remove_suffix(1);
+  std::size_t shift = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K': case 'k': shift = 10; break;
+      case 'M': case 'm': shift = 20; break;
+      case 'G': case 'g': shift = 30; break;
+      default: break;
+    }
+    if (shift) text.remove_suffix(1);
+  }
+  const auto value = parse_count(text);
+  if (!value || *value > (std::numeric_limits<std::size_t>::max() >> shift)) return std::nullopt;
+  return *value << shift;
+}
+
+// One command-line flag: its names and what its value does to the options.
+struct Flag {
+  char short_name;                          // 0: long names only
+  std::vector<std::string_view> long_names;
+  bool takes_value;
+  std::function<std::optional<std::string>(std::string_view)> apply;  // error or nothing
+};
+
+std::vector<Flag> make_flags(Options& o, bool& help) {
+  auto count_into = [](std::size_t& field, std::size_t min, const char* what) {
+    return [&field, min, what](std::string_view v) -> std::optional<std::string> {
+      const auto n = parse_count(v);
+      if (!n || *n < min) return std::string(what) + " needs an integer >= " + std::to_string(min);
+      field = *n;
+      return std::nullopt;
+    };
+  };
+  auto bytes_into = [](std::size_t& field, const char* what) {
+    return [&field, what](std::string_view v) -> std::optional<std::string> {
+      const auto n = parse_bytes(v);
+      if (!n) return std::string(what) + " needs a size like 8, 64K, 16M or 1G";
+      field = *n;
+      return std::nullopt;
+    };
+  };
+  return {
+      {'o', {"op-kind", "coll"}, true, [&o](std::string_view v) -> std::optional<std::string> {
+         if (v == "all") {
+           o.collectives.assign(std::begin(kAllCollectives), std::end(kAllCollectives));
+           return std::nullopt;
+         }
+         const auto kind = parse_kind(v);
+         if (!kind) return "unknown collective '" + std::string(v) + "'";
+         o.collectives = {*kind};
+         return std::nullopt;
+       }},
+      {0, {"ranks"}, true, count_into(o.ranks, 1, "--ranks")},
+      {'b', {"minbytes", "min-bytes"}, true, bytes_into(o.min_bytes, "-b")},
+      {'e', {"maxbytes", "max-bytes"}, true, bytes_into(o.max_bytes, "-e")},
+      {'f', {"stepfactor"}, true, count_into(o.step_factor, 1, "-f")},
+      {'n', {"iters"}, true, count_into(o.iters, 1, "-n")},
+      {'w', {"warmup_iters", "warmup"}, true, count_into(o.warmup, 0, "-w")},
+      {'c', {"check"}, true, [&o](std::string_view v) -> std::optional<std::string> {
+         if (v != "0" && v != "1") return "-c needs 0 or 1";
+         o.check = v == "1";
+         return std::nullopt;
+       }},
+      {'d', {"datatype", "dtype"}, true, [&o](std::string_view v) -> std::optional<std::string> {
+         const auto dtype = parse_dtype(v);
+         if (!dtype) return "unknown dtype '" + std::string(v) + "'";
+         o.dtype = *dtype;
+         return std::nullopt;
+       }},
+      {'r', {"redop"}, true, [&o](std::string_view v) -> std::optional<std::string> {
+         if (v == "all") {
+           o.ops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
+           return std::nullopt;
+         }
+         const auto op = parse_op(v);
+         if (!op) return "unknown reduction op '" + std::string(v) + "'";
+         o.ops = {*op};
+         return std::nullopt;
+       }},
+      {0, {"root"}, true, count_into(o.root, 0, "--root")},
+      {0, {"max-chunk-bytes"}, true, [&o](std::string_view v) -> std::optional<std::string> {
+         const auto n = parse_bytes(v);
+         if (!n || *n == 0) return "--max-chunk-bytes needs a size >= 1";
+         o.max_chunk_bytes = *n;
+         return std::nullopt;
+       }},
+      {0, {"json"}, true, [&o](std::string_view v) { o.json_path = v; return std::optional<std::string>(); }},
+      {0, {"csv"}, true, [&o](std::string_view v) { o.csv_path = v; return std::optional<std::string>(); }},
+      {0, {"memcpy"}, false, [&o](std::string_view) { o.memcpy_baseline = true; return std::optional<std::string>(); }},
+      {0, {"no-memcpy"}, false, [&o](std::string_view) { o.memcpy_baseline = false; return std::optional<std::string>(); }},
+      {'h', {"help"}, false, [&help](std::string_view) { help = true; return std::optional<std::string>(); }},
+  };
+}
+
+// Accepts -x VALUE, -xVALUE, --name VALUE and --name=VALUE.
+std::optional<std::string> parse_args(int argc, char** argv, Options& o, bool& help) {
+  const std::vector<Flag> flags = make_flags(o, help);
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const Flag* flag = nullptr;
+    std::optional<std::string_view> value;
+    if (arg.starts_with("--")) {
+      std::string_view name = arg.substr(2);
+      if (const auto eq = name.find('='); eq != std::string_view::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      }
+      for (const Flag& f : flags)
+        if (std::find(f.long_names.begin(), f.long_names.end(), name) != f.long_names.end()) flag = &f;
+    } else if (arg.size() >= 2 && arg[0] == '-') {
+      for (const Flag& f : flags)
+        if (f.short_name == arg[1]) flag = &f;
+      if (arg.size() > 2) value = arg.substr(2);
+    }
+    if (flag == nullptr) return "unknown option '" + std::string(arg) + "'";
+    if (!flag->takes_value) {
+      if (value) return "option '" + std::string(arg) + "' takes no value";
+    } else if (!value) {
+      if (i + 1 >= argc) return "option '" + std::string(arg) + "' needs a value";
+      value = argv[++i];
+    }
+    if (auto error = flag->apply(value.value_or(""))) return error;
+  }
+  if (o.ranks > 1024) return "--ranks must be at most 1024";
+  if (o.min_bytes > o.max_bytes) return "-b must not exceed -e";
+  if (o.step_factor < 2 && o.min_bytes < o.max_bytes) return "-f must be >= 2 for a sweep";
+  if (o.root >= o.ranks) return "--root must be below --ranks";
+  return std::nullopt;
+}
+
+std::vector<std::size_t> size_sweep(const Options& o) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t s = o.min_bytes; s <= o.max_bytes;) {
+    sizes.push_back(s);
+    if (s == o.max_bytes || s > o.max_bytes / o.step_factor) break;
+    s *= o.step_factor;
+  }
+  return sizes;
+}
+
+// The cases of one collective, in order (none when the dtype cannot serve it);
+// sizes that round to nothing or to the previous size are dropped.
+std::vector<Case> plan_cases(const Options& o, CollectiveKind kind) {
+  std::vector<Case> cases;
+  if (kind_reduces(kind) && o.dtype == DataType::kBytes) return cases;
+  std::vector<std::optional<ReduceOp>> ops;
+  if (kind_reduces(kind)) ops.assign(o.ops.begin(), o.ops.end());
+  else ops.push_back(std::nullopt);
+  for (const auto& op : ops) {
+    std::size_t previous = 0;
+    for (std::size_t size : size_sweep(o)) {
+      auto c = make_case(kind, o.dtype, op, o.root, o.ranks, size);
+      if (!c || c->size_bytes == previous) continue;
+      previous = c->size_bytes;
+      cases.push_back(*c);
+    }
+  }
+  return cases;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  bool help = false;
+  if (const auto error = parse_args(argc, argv, options, help)) {
+    std::fprintf(stderr, "ruccl-perf: %s\n", error->c_str());
+    print_usage(stderr);
+    return kExitUsage;
+  }
+  if (help) {
+    print_usage(stdout);
+    return 0;
+  }
+
+  auto env = Config::from_env();
+  if (!env) {
+    std::fprintf(stderr, "ruccl-perf: %s\n", env.status().to_string().c_str());
+    return kExitUsage;
+  }
+  Config config = env.value();
+  config.with_num_devices(options.ranks);
+  if (options.max_chunk_bytes) config.with_max_chunk_bytes(*options.max_chunk_bytes);
+  if (const Status valid = config.validate(); !valid) {
+    std::fprintf(stderr, "ruccl-perf: %s\n", valid.to_string().c_str());
+    return kExitUsage;
+  }
+
+  auto runner = Runner::create(options, config);
+  if (!runner) {
+    std::fprintf(stderr, "ruccl-perf: %s\n", runner.status().to_string().c_str());
+    return kExitFailed;
+  }
+
+  std::vector<std::vector<Case>> plan;
+  std::size_t total = 0;
+  std::size_t largest = 0;
+  for (CollectiveKind kind : options.collectives) {
+    plan.push_back(plan_cases(options, kind));
+    total += plan.back().size();
+    for (const Case& c : plan.back()) largest = std::max(largest, c.size_bytes);
+  }
+  if (total == 0) {
+    std::fprintf(stderr, "ruccl-perf: nothing to measure (sizes below one element per rank, or "
+                         "dtype bytes with only reducing collectives)\n");
+    return kExitUsage;
+  }
+  std::optional<MemcpyBaseline> baseline;
+  if (options.memcpy_baseline) {
+    const std::size_t reps = std::clamp<std::size_t>((std::size_t{256} << 20) / largest, 5, 1000);
+    baseline = measure_memcpy(largest, reps);
+  }
+  print_header(stdout, options, config, baseline);
+
+  const bool progress = isatty(STDERR_FILENO) != 0;
+  std::vector<Row> rows;
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    print_section(stdout, options.collectives[k]);
+    if (plan[k].empty())
+      print_note(stdout, kind_reduces(options.collectives[k]) && options.dtype == DataType::kBytes
+                             ? "skipped: dtype bytes cannot be reduced"
+                             : "skipped: every size is below one element per rank");
+    for (const Case& c : plan[k]) {
+      if (progress) {
+        std::fprintf(stderr, "\r[%zu/%zu] %s %zu bytes...", rows.size() + 1, total,
+                     std::string(kind_name(c.kind)).c_str(), c.size_bytes);
+        std::fflush(stderr);
+      }
+      rows.push_back((*runner)->run(c));
+      if (progress) std::fprintf(stderr, "\r\033[K");
+      print_row(stdout, rows.back());
+    }
+  }
+  print_footer(stdout, rows);
+
+  int status = any_error(rows) ? kExitFailed : 0;
+  if (!options.json_path.empty())
+    if (const Status s = write_json(options.json_path, options, config, baseline, rows); !s) {
+      std::fprintf(stderr, "ruccl-perf: %s\n", s.to_string().c_str());
+      status = kExitFailed;
+    }
+  if (!options.csv_path.empty())
+    if (const Status s = write_csv(options.csv_path, rows); !s) {
+      std::fprintf(stderr, "ruccl-perf: %s\n", s.to_string().c_str());
+      status = kExitFailed;
+    }
+  return status;
+}
