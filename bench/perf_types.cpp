@@ -2,17 +2,7 @@
 
 namespace ruccl::perf {
 
-std::string_view kind_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kReduce: return "reduce";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kAllToAllV: return "all_to_all_v";
-  }
-  return "?";
-}
+std::string_view kind_name(CollectiveKind kind) { return collective_name(kind); }
 
 std::optional<CollectiveKind> parse_kind(std::string_view name) {
   for (CollectiveKind kind : kAllCollectives)

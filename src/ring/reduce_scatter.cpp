@@ -10,29 +10,12 @@
 // callers simply have input == buffer. Every message is cut to the byte budget;
 // the pieces of one chunk share a step.
 #include "ring/algorithms.hpp"
-#include "ring/schedule.hpp"
+#include "ring/passes.hpp"
 
 namespace ruccl::ring {
 
 Status ring_reduce_scatter(RankRun& run, std::span<const Range> chunks) {
-  const std::size_t world = run.world();
-  const std::size_t rank = run.rank();
-  const std::size_t next = ring_next(rank, world);
-  const std::size_t prev = ring_prev(rank, world);
-  std::vector<Transfer> sends;
-  std::vector<Transfer> recvs;
-  for (std::size_t step = 0; step + 1 < world; ++step) {
-    const RingStep s = reduce_scatter_step(rank, world, step);
-    sends.clear();
-    recvs.clear();
-    const Range out = chunks[s.send_chunk];
-    const Range in = chunks[s.recv_chunk];
-    const Source source = step == 0 ? Source::kInput : Source::kSend;
-    append_messages(sends, next, out, out.offset, run.message_elements(), source);
-    append_messages(recvs, prev, in, in.offset, run.message_elements(), source);
-    RUCCL_TRY(run.step(sends, recvs, Combine::kReduceInput));
-  }
-  return Status::ok();
+  return ring_pass(run, chunks, reduce_scatter_step, Combine::kReduceInput, Source::kInput);
 }
 
 }  // namespace ruccl::ring
