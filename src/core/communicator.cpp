@@ -27,7 +27,7 @@ struct Communicator::Impl {
       : devices(std::move(devs)),
         adapter(std::move(adp)),
         config(std::move(cfg)),
-        rendezvous(devices.size()),
+        rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1)),
         next_seq(devices.size()) {}
 
   Result<core::RankOutcome> call(std::size_t rank, core::Request req, const CallOptions& options);

@@ -30,9 +30,13 @@ class InProcRun final : public ring::RankRun {
   // The receiving rank pulls its incoming ranges; sends need no action here.
   Status step(std::span<const Transfer>, std::span<const Transfer> recvs,
               Combine combine) override {
-    Status mine = guarded([&] {
-      return job_.adapter->exchange(job_.generation->work, job_.rank, recvs, combine);
-    });
+    Status mine = job_.rendezvous->enter_device();
+    if (mine.is_ok()) {
+      mine = guarded([&] {
+        return job_.adapter->exchange(job_.generation->work, job_.rank, recvs, combine);
+      });
+      job_.rendezvous->leave_device();
+    }
     return job_.rendezvous->barrier(job_.rank, std::move(mine), job_.deadline);
   }
 

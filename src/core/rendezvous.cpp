@@ -9,8 +9,9 @@ namespace {
 constexpr int kBarrierSpinMicros = 50;
 }  // namespace
 
-Rendezvous::Rendezvous(std::size_t world)
+Rendezvous::Rendezvous(std::size_t world, std::chrono::milliseconds drain_grace)
     : world_(world),
+      drain_grace_(drain_grace),
       arrived_flags_(world, false),
       requests_(world, nullptr),
       locals_(world, nullptr),
@@ -33,19 +34,45 @@ Status Rendezvous::timeout_status(const char* waiting_for, const std::vector<boo
                                   " did not arrive"));
 }
 
+Status Rendezvous::broken_after_drain(std::unique_lock<std::mutex>& lock) {
+  const auto grace = Clock::now() + drain_grace_;
+  while (in_device_ > 0) {
+    if (changed_.wait_until(lock, grace) == std::cv_status::timeout && in_device_ > 0) {
+      return broken_->with_context(std::to_string(in_device_) +
+                                   " rank(s) were still inside a device call after the grace "
+                                   "period and may still read peers' buffers");
+    }
+  }
+  return *broken_;
+}
+
+Status Rendezvous::enter_device() {
+  std::lock_guard lock(mutex_);
+  if (broken_) return *broken_;
+  ++in_device_;
+  return Status::ok();
+}
+
+void Rendezvous::leave_device() {
+  std::lock_guard lock(mutex_);
+  --in_device_;
+  if (in_device_ == 0) changed_.notify_all();
+}
+
 template <typename Pred>
 Status Rendezvous::wait(std::unique_lock<std::mutex>& lock, Clock::time_point deadline, Pred ready,
                         const char* waiting_for, const std::vector<bool>& present) {
   while (true) {
     // A phase that completed keeps its outcome even if an abort follows it.
     if (ready()) return Status::ok();
-    if (broken_) return *broken_;
+    if (broken_) return broken_after_drain(lock);
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      if (broken_) return *broken_;
       if (ready()) return Status::ok();
-      broken_ = timeout_status(waiting_for, present);
-      changed_.notify_all();
-      return *broken_;
+      if (!broken_) {
+        broken_ = timeout_status(waiting_for, present);
+        changed_.notify_all();
+      }
+      return broken_after_drain(lock);
     }
   }
 }
@@ -85,7 +112,7 @@ Result<Rendezvous::Generation*> Rendezvous::arrive(std::size_t rank, std::uint64
 
 Status Rendezvous::barrier(std::size_t rank, Status mine, Clock::time_point deadline) {
   std::unique_lock lock(mutex_);
-  if (broken_) return *broken_;
+  if (broken_) return broken_after_drain(lock);
   if (!mine.is_ok() && !barrier_pending_)
     barrier_pending_ = mine.with_context(describe(generation_.seq, generation_.kind) +
                                          " failed on rank " + std::to_string(rank));

@@ -29,7 +29,9 @@ using Clock = std::chrono::steady_clock;
 
 class Rendezvous {
  public:
-  explicit Rendezvous(std::size_t world);
+  // `drain_grace`: how long a rank leaving a broken collective waits for peers
+  // still inside a device call that may read its buffers (see enter_device).
+  Rendezvous(std::size_t world, std::chrono::milliseconds drain_grace);
 
   // Everything one generation shares. Valid between arrive() and depart().
   struct Generation {
@@ -48,6 +50,14 @@ class Rendezvous {
   Status barrier(std::size_t rank, Status mine, Clock::time_point deadline);
   void depart(std::size_t rank);
 
+  // Brackets a device call that reads peers' buffers. enter_device fails (with
+  // the broken status) once the rendezvous is broken, so no new read starts; a
+  // rank that leaves because of a timeout or abort first waits (up to the drain
+  // grace) until no such call is in flight, so that no peer reads its memory
+  // after its call returned.
+  Status enter_device();
+  void leave_device();
+
   // Breaks the rendezvous with `why`: every waiter and every later call gets it.
   void abort(Status why);
   std::optional<Status> broken() const;
@@ -57,8 +67,11 @@ class Rendezvous {
   Status wait(std::unique_lock<std::mutex>& lock, Clock::time_point deadline, Pred ready,
               const char* waiting_for, const std::vector<bool>& present);
   Status timeout_status(const char* waiting_for, const std::vector<bool>& present) const;
+  Status broken_after_drain(std::unique_lock<std::mutex>& lock);
 
   const std::size_t world_;
+  const std::chrono::milliseconds drain_grace_;
+  std::size_t in_device_ = 0;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<Status> broken_;

@@ -1,0 +1,153 @@
+// all_to_all_v over 1..8 in-process ranks: random counts with zeros, row
+// widths above one, results in source order.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace ruccl::test {
+namespace {
+
+using Matrix = std::vector<std::vector<std::size_t>>;  // counts[source][dest] in rows
+
+Matrix random_counts(std::size_t world, std::uint64_t seed) {
+  Matrix m(world, std::vector<std::size_t>(world));
+  for (std::size_t s = 0; s < world; ++s)
+    for (std::size_t d = 0; d < world; ++d) {
+      const std::uint64_t h = splitmix64(seed * 1000003 + s * 31 + d);
+      m[s][d] = (h % 3 == 0) ? 0 : static_cast<std::size_t>((h >> 8) % 5);
+    }
+  return m;
+}
+
+struct A2ACase {
+  DataType dtype;
+  std::size_t width;  // elements per row; 1 means a 1-D tensor
+  Matrix counts;
+  std::uint64_t salt;
+};
+
+Shape rows_shape(std::size_t rows, std::size_t width) {
+  return width == 1 ? Shape{rows} : Shape{rows, width};
+}
+
+void run_a2a(Communicator& comm, const std::vector<A2ACase>& cases, Failures& f) {
+  const std::size_t world = comm.world_size();
+  run_ranks(world, f, [&](std::size_t rank) {
+    for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+      const A2ACase& c = cases[ci];
+      const std::size_t esz = dtype_size(c.dtype);
+      const std::size_t row_bytes = c.width * esz;
+      auto input_of = [&](std::size_t src) {
+        std::size_t rows = 0;
+        for (std::size_t d = 0; d < world; ++d) rows += c.counts[src][d];
+        return move_input_buffer(c.dtype, src, rows * c.width, c.salt);
+      };
+      // Expected: the block of every source for me, in source order.
+      Bytes want;
+      std::vector<std::size_t> want_counts(world);
+      for (std::size_t s = 0; s < world; ++s) {
+        const Bytes src_in = input_of(s);
+        std::size_t before = 0;
+        for (std::size_t d = 0; d < rank; ++d) before += c.counts[s][d];
+        want.insert(want.end(), src_in.begin() + before * row_bytes,
+                    src_in.begin() + (before + c.counts[s][rank]) * row_bytes);
+        want_counts[s] = c.counts[s][rank];
+      }
+      const std::size_t want_rows = want.size() / row_bytes;
+      Bytes in = input_of(rank);
+      const Bytes original = in;
+      const TensorView iv = view(in, c.dtype, rows_shape(in.size() / row_bytes, c.width), rank);
+      const std::string what = "all_to_all_v " + std::string(dtype_name(c.dtype)) + " width " +
+                               std::to_string(c.width) + " case " + std::to_string(ci);
+      if (ci % 2 == 0) {
+        auto r = comm.all_to_all_v(rank, iv, c.counts[rank]);
+        if (!r.is_ok()) {
+          f.add(rank, what + ": " + describe(r.status()));
+          continue;
+        }
+        RANK_CHECK(f, rank, r->recv_counts == want_counts, what << ": recv_counts differ");
+        check_tensor(f, rank, what, r->data, c.dtype, rows_shape(want_rows, c.width), want);
+      } else {
+        Bytes out = filled(want.size() + 2 * row_bytes, 0xEE);  // two spare rows
+        std::vector<std::size_t> recv_counts{99};
+        Status s = comm.all_to_all_v_into(
+            rank, iv, c.counts[rank], view(out, c.dtype, rows_shape(want_rows + 2, c.width), rank),
+            recv_counts);
+        if (!s.is_ok()) {
+          f.add(rank, what + ": " + describe(s));
+          continue;
+        }
+        RANK_CHECK(f, rank, recv_counts == want_counts, what << ": recv_counts differ");
+        check_bytes(f, rank, what, c.dtype, out.data(), want);
+        RANK_CHECK(f, rank, Bytes(out.begin() + want.size(), out.end()) == filled(2 * row_bytes, 0xEE),
+                   what << ": wrote past the received rows");
+      }
+      RANK_CHECK(f, rank, in == original, what << ": input changed");
+    }
+  });
+}
+
+class AllToAllV : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(AllToAllV, RandomCountsWithZerosInSourceOrder) {
+  const std::size_t world = GetParam();
+  auto comm = make_comm(world);
+  std::vector<A2ACase> cases;
+  std::uint64_t seed = 1;
+  for (DataType dt : {DataType::kF32, DataType::kI64, DataType::kBytes, DataType::kU8,
+                      DataType::kF16}) {
+    for (std::size_t width : {1u, 3u}) {
+      for (int rep = 0; rep < 4; ++rep) {  // even reps: value form, odd: into
+        cases.push_back({dt, width, random_counts(world, seed), seed});
+        ++seed;
+      }
+    }
+  }
+  // Edge cases: nothing moves; everyone sends everything to rank 0; only self.
+  const Matrix zeros(world, std::vector<std::size_t>(world, 0));
+  Matrix to_zero = zeros, self = zeros;
+  for (std::size_t s = 0; s < world; ++s) {
+    to_zero[s][0] = 5 + s;
+    self[s][s] = 2;
+  }
+  for (int form = 0; form < 2; ++form) {  // cases alternate value / into by index
+    cases.push_back({DataType::kI32, 2, zeros, 90});
+    cases.push_back({DataType::kI32, 2, to_zero, 91});
+    cases.push_back({DataType::kF64, 1, self, 92});
+  }
+  Failures f;
+  run_a2a(*comm, cases, f);
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
+TEST_P(AllToAllV, WrongNumberOfSendCountsIsAnError) {
+  const std::size_t world = GetParam();
+  auto comm = make_comm(world);
+  Failures f;
+  run_ranks(world, f, [&](std::size_t rank) {
+    // send_counts must have one entry per rank and sum to the input rows.
+    std::vector<std::size_t> counts(world + 1, 0);
+    Bytes in;
+    auto r = comm->all_to_all_v(rank, view(in, DataType::kF32, {0}, rank), counts);
+    RANK_CHECK(f, rank, !r.is_ok(), "world+1 send counts accepted");
+    std::vector<std::size_t> too_many(world, 1);  // sums to world rows, input has 1
+    Bytes one = filled(4, 0);
+    auto q = comm->all_to_all_v(rank, view(one, DataType::kF32, {1}, rank), too_many);
+    if (world != 1) RANK_CHECK(f, rank, !q.is_ok(), "send counts beyond the input accepted");
+    // The group still works.
+    std::vector<std::size_t> ones(world, 1);
+    Bytes in2 = move_input_buffer(DataType::kI32, rank, world);
+    auto ok = comm->all_to_all_v(rank, view1(in2, DataType::kI32, rank), ones);
+    RANK_CHECK(f, rank, ok.is_ok(), "after errors: " << describe(ok.status()));
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, AllToAllV, ::testing::Values(1, 2, 3, 4, 7, 8),
+                         [](const auto& info) { return "world" + std::to_string(info.param); });
+
+}  // namespace
+}  // namespace ruccl::test

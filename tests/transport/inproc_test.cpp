@@ -1,0 +1,351 @@
+// UCX transports in one process: each rank is a Transport driven by its own
+// thread, and the worker addresses are exchanged in memory (no MPI).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "transport/transport.hpp"
+#include "transport_test_util.hpp"
+
+namespace ruccl::transport::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Ms = std::chrono::milliseconds;
+
+Ms since(Clock::time_point start) {
+  return std::chrono::duration_cast<Ms>(Clock::now() - start);
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// `n` transports connected to each other. Connecting does not wait for the
+// peers, so the main thread sets the group up and the rank threads use it.
+struct Group {
+  std::vector<std::unique_ptr<Transport>> members;
+  Transport& operator[](std::size_t rank) { return *members[rank]; }
+  std::size_t size() const { return members.size(); }
+};
+
+std::string make_group(std::size_t n, Group& group, TransportOptions options = {}) {
+  std::vector<std::vector<std::byte>> addresses;
+  for (std::size_t rank = 0; rank < n; ++rank) {
+    auto t = make_ucx_transport(options);
+    if (!t) return "make_ucx_transport: " + describe(t.status());
+    addresses.push_back((*t)->address());
+    group.members.push_back(std::move(t).value());
+  }
+  for (std::size_t rank = 0; rank < n; ++rank) {
+    if (Status s = group[rank].connect(addresses, after(5s)); !s) {
+      return "connect rank " + std::to_string(rank) + ": " + describe(s);
+    }
+  }
+  return {};
+}
+
+// Closes every member at once: a graceful close needs every peer progressing.
+std::string close_group(Group& group, Ms bound = 5000ms) {
+  return run_ranks(group.size(), [&](std::size_t rank) -> std::string {
+    const Status s = group[rank].close(after(bound));
+    return s ? std::string() : "close: " + describe(s);
+  });
+}
+
+TEST(TransportInproc, BasicsAndArgumentChecks) {
+  auto made = make_ucx_transport();
+  ASSERT_TRUE(made) << describe(made.status());
+  Transport& t = **made;
+  EXPECT_TRUE(t.supports(MemoryType::kHost));
+  std::printf("supports(kCuda) = %d\n", int(t.supports(MemoryType::kCuda)));
+  EXPECT_FALSE(t.address().empty());
+
+  std::byte byte{1};
+  const SendOp send{0, &byte, 1, 42};
+  EXPECT_EQ(t.exchange({&send, 1}, {}, after(1s)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(t.exchange({}, {}, after(1s)));  // nothing to do is fine
+
+  EXPECT_EQ(t.connect({}, after(1s)).code(), ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(t.connect({t.address()}, after(1s)));
+  EXPECT_EQ(t.connect({t.address()}, after(1s)).code(), ErrorCode::kInvalidArgument);
+
+  const SendOp out_of_range{1, &byte, 1, 42};
+  EXPECT_EQ(t.exchange({&out_of_range, 1}, {}, after(1s)).code(), ErrorCode::kInvalidArgument);
+  const RecvOp null_data{0, nullptr, 8, 42};
+  EXPECT_EQ(t.exchange({}, {&null_data, 1}, after(1s)).code(), ErrorCode::kInvalidArgument);
+
+  // A message to itself, and the lanes that carry it.
+  std::byte got{0};
+  const RecvOp recv{0, &got, 1, 42};
+  const Status s = t.exchange({&send, 1}, {&recv, 1}, after(5s));
+  EXPECT_TRUE(s) << describe(s);
+  EXPECT_EQ(got, byte);
+  const std::string lanes = t.describe_lanes(0);
+  std::printf("lanes to self: %s\n", lanes.c_str());
+  EXPECT_FALSE(lanes.empty());
+  EXPECT_FALSE(contains(lanes, "no lanes"));
+  EXPECT_TRUE(contains(t.describe_lanes(7), "not connected"));
+  EXPECT_TRUE(t.close(after(2s)));
+}
+
+// The ring of every size, 100 back-to-back iterations with the seq changing.
+TEST(TransportInproc, RingOfThreeHundredIterations) {
+  Group group;
+  ASSERT_EQ(make_group(3, group), "");
+  const auto start = Clock::now();
+  EXPECT_EQ(run_ranks(3, [&](std::size_t rank) {
+              return ring_rounds(group[rank], rank, 3, /*comm=*/1, /*first_seq=*/0, 100,
+                                 /*salt=*/11, 20000ms);
+            }),
+            "");
+  std::printf("100 ring iterations of 3 ranks: %lld ms; lanes 0->1: %s\n",
+              static_cast<long long>(since(start).count()), group[0].describe_lanes(1).c_str());
+  EXPECT_EQ(close_group(group), "");
+}
+
+// Every rank sends to and receives from every rank (itself included) in one
+// exchange: receives tell senders apart by the tag's src field alone.
+TEST(TransportInproc, AllToAllIncludingSelf) {
+  Group group;
+  ASSERT_EQ(make_group(3, group), "");
+  EXPECT_EQ(run_ranks(3, [&](std::size_t rank) -> std::string {
+              for (std::uint64_t seq = 0; seq < 10; ++seq) {
+                Step step = all_to_all_step(rank, 3, 2, seq, 5, {0, 1, 4097, 65536});
+                if (Status s = group[rank].exchange(step.sends, step.recvs, after(20s)); !s) {
+                  return "seq " + std::to_string(seq) + ": " + describe(s);
+                }
+                if (std::string bad = step.check(); !bad.empty()) return bad;
+              }
+              return {};
+            }),
+            "");
+  EXPECT_EQ(close_group(group), "");
+}
+
+// A receive whose peer never sends: kTimeout at the deadline, naming the peer
+// and the tag; the transport stays usable for other tags afterwards.
+TEST(TransportInproc, ReceiveWithoutSenderTimesOut) {
+  Group group;
+  ASSERT_EQ(make_group(2, group), "");
+  const std::uint64_t tag = make_tag({.comm = 3, .seq = 999, .step = 2, .src = 1, .piece = 0});
+  EXPECT_EQ(run_ranks(2, [&](std::size_t rank) -> std::string {
+              if (rank == 0) {
+                Bytes buffer(16);
+                const RecvOp recv{1, buffer.data(), buffer.size(), tag};
+                const auto start = Clock::now();
+                const Status s = group[0].exchange({}, {&recv, 1}, after(300ms));
+                const Ms took = since(start);
+                std::printf("timeout after %lld ms: %s\n", static_cast<long long>(took.count()),
+                            describe(s).c_str());
+                if (s.code() != ErrorCode::kTimeout) return "expected kTimeout: " + describe(s);
+                if (!contains(s.message(), "peer 1") || !contains(s.message(), tag_string(tag))) {
+                  return "the message does not name the peer and tag: " + describe(s);
+                }
+                if (took < 300ms || took > 2000ms) {
+                  return "took " + std::to_string(took.count()) + " ms";
+                }
+              }
+              // Both ranks go on with a normal ring.
+              return ring_rounds(group[rank], rank, 2, 3, 0, 5, 7, 20000ms);
+            }),
+            "");
+  EXPECT_EQ(close_group(group), "");
+}
+
+// The abort flag wakes every blocked exchange with kAborted.
+TEST(TransportInproc, AbortFlagStopsExchange) {
+  std::atomic<bool> abort{false};
+  Group group;
+  ASSERT_EQ(make_group(2, group, {.abort = &abort}), "");
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(100ms);
+    abort.store(true);
+  });
+  EXPECT_EQ(run_ranks(2, [&](std::size_t rank) -> std::string {
+              Bytes buffer(16);
+              const std::uint64_t tag = make_tag({.comm = 4, .src = 1 - std::uint32_t(rank)});
+              const RecvOp recv{1 - rank, buffer.data(), buffer.size(), tag};
+              const auto start = Clock::now();
+              const Status s = group[rank].exchange({}, {&recv, 1}, after(10s));
+              const Ms took = since(start);
+              if (s.code() != ErrorCode::kAborted) return "expected kAborted: " + describe(s);
+              if (took > 2000ms) return "took " + std::to_string(took.count()) + " ms";
+              // Later calls see the flag at once.
+              if (group[rank].exchange({}, {&recv, 1}, after(10s)).code() != ErrorCode::kAborted) {
+                return "second exchange did not abort";
+              }
+              return {};
+            }),
+            "");
+  aborter.join();
+  // close honours the flag too (it returns at once, kAborted if a close was
+  // still in flight); the destructors force-close what is left.
+  const auto start = Clock::now();
+  const Status s = group[0].close(after(5s));
+  EXPECT_TRUE(s.is_ok() || s.code() == ErrorCode::kAborted) << describe(s);
+  EXPECT_LT(since(start), 1000ms);
+}
+
+// A large send the peer never receives cannot be cancelled in UCX: the
+// endpoint is force-closed so that the request ends before exchange returns.
+TEST(TransportInproc, UnfinishedSendIsCutOffAtTheDeadline) {
+  Group group;
+  ASSERT_EQ(make_group(2, group), "");
+  EXPECT_EQ(run_ranks(2, [&](std::size_t rank) -> std::string {
+              if (rank == 1) {
+                // Progress (so the rendezvous request arrives) without matching it.
+                Bytes buffer(8);
+                const RecvOp recv{0, buffer.data(), 8, make_tag({.comm = 5, .piece = 9})};
+                const Status s = group[1].exchange({}, {&recv, 1}, after(600ms));
+                if (s.code() != ErrorCode::kTimeout && s.code() != ErrorCode::kPeerFailure) {
+                  return "rank 1: " + describe(s);
+                }
+                return {};
+              }
+              const auto start = Clock::now();
+              Status s;
+              {
+                Bytes big(std::size_t{8} << 20, std::byte{7});
+                const SendOp send{1, big.data(), big.size(), make_tag({.comm = 5, .piece = 1})};
+                s = group[0].exchange({&send, 1}, {}, after(300ms));
+              }  // `big` is freed: no request may refer to it any more
+              std::printf("unfinished send after %lld ms: %s\n",
+                          static_cast<long long>(since(start).count()), describe(s).c_str());
+              if (s.code() != ErrorCode::kTimeout) return "expected kTimeout: " + describe(s);
+              if (!contains(s.message(), "force-closed")) return "no cut-off noted: " + describe(s);
+              std::byte one{1};
+              const SendOp again{1, &one, 1, make_tag({.comm = 5, .piece = 2})};
+              const Status next = group[0].exchange({&again, 1}, {}, after(1s));
+              if (next.code() != ErrorCode::kAborted || !contains(next.message(), "closed")) {
+                return "the cut-off peer should be unusable: " + describe(next);
+              }
+              return {};
+            }),
+            "");
+  close_group(group, 500ms);  // peer 1's endpoint to 0 may have failed: any outcome
+}
+
+// A message of another size than the receive expects is an error, and nothing
+// is written past the receive's bytes.
+TEST(TransportInproc, WrongSizeIsAnErrorNotCorruption) {
+  Group group;
+  ASSERT_EQ(make_group(2, group), "");
+  struct Case {
+    std::size_t sent;
+    std::size_t expected;
+  };
+  const Case cases[] = {{100, 64}, {64, 100}, {std::size_t{1} << 20, 4096}};
+  constexpr std::size_t kGuard = 256;
+  EXPECT_EQ(run_ranks(2, [&](std::size_t rank) -> std::string {
+              std::string errors;
+              for (std::uint64_t seq = 0; seq < std::size(cases); ++seq) {
+                const Case& c = cases[seq];
+                const std::uint64_t tag = make_tag({.comm = 6, .seq = seq, .src = 0});
+                if (rank == 0) {
+                  Bytes data(c.sent, std::byte{0x5a});
+                  const SendOp send{1, data.data(), data.size(), tag};
+                  const Status s = group[0].exchange({&send, 1}, {}, after(5s));
+                  std::printf("case %llu sender: %s\n", static_cast<unsigned long long>(seq),
+                              describe(s).c_str());
+                  continue;  // the sender may or may not learn of the mismatch
+                }
+                Bytes buffer(c.expected + kGuard, std::byte{0xee});
+                const RecvOp recv{0, buffer.data(), c.expected, tag};
+                const Status s = group[1].exchange({}, {&recv, 1}, after(5s));
+                std::printf("case %llu receiver: %s\n", static_cast<unsigned long long>(seq),
+                            describe(s).c_str());
+                if (s.code() != ErrorCode::kShapeMismatch) {
+                  errors += "case " + std::to_string(seq) + ": " + describe(s) + "; ";
+                }
+                for (std::size_t i = c.expected; i < buffer.size(); ++i) {
+                  if (buffer[i] != std::byte{0xee}) {
+                    errors += "case " + std::to_string(seq) + ": guard byte " + std::to_string(i) +
+                              " overwritten; ";
+                    break;
+                  }
+                }
+              }
+              // The transports are still usable.
+              if (std::string e = ring_rounds(group[rank], rank, 2, 6, 100, 3, 1, 20000ms);
+                  !e.empty()) {
+                errors += "ring afterwards: " + e;
+              }
+              return errors;
+            }),
+            "");
+  EXPECT_EQ(close_group(group), "");
+}
+
+// Two groups in one process, using the same tags at the same time: no state is
+// shared between transports.
+TEST(TransportInproc, TwoGroupsSideBySide) {
+  Group a;
+  Group b;
+  ASSERT_EQ(make_group(3, a), "");
+  ASSERT_EQ(make_group(3, b), "");
+  EXPECT_EQ(run_ranks(6, [&](std::size_t thread) {
+              Group& g = thread < 3 ? a : b;
+              const std::size_t rank = thread % 3;
+              const std::uint64_t salt = thread < 3 ? 100 : 200;  // different data, same tags
+              return ring_rounds(g[rank], rank, 3, 1, 0, 30, salt, 20000ms);
+            }),
+            "");
+  EXPECT_EQ(close_group(a), "");
+  EXPECT_EQ(close_group(b), "");
+}
+
+// A peer whose transport goes away (its endpoints force-closed, as when its
+// process dies) is a typed error for a rank waiting on it, not a hang.
+TEST(TransportInproc, VanishedPeerIsAnErrorNotAHang) {
+  Group group;
+  ASSERT_EQ(make_group(2, group), "");
+  // Wire the endpoints up first.
+  ASSERT_EQ(run_ranks(2, [&](std::size_t rank) {
+              return ring_rounds(group[rank], rank, 2, 8, 0, 2, 3, 20000ms);
+            }),
+            "");
+  std::thread vanish([&] {
+    std::this_thread::sleep_for(100ms);
+    group.members[1].reset();  // no close(): force-closes and destroys the worker
+  });
+  Bytes buffer(16);
+  const RecvOp recv{1, buffer.data(), buffer.size(), make_tag({.comm = 8, .seq = 50, .src = 1})};
+  const auto start = Clock::now();
+  const Status s = group[0].exchange({}, {&recv, 1}, after(3s));
+  const Ms took = since(start);
+  vanish.join();
+  std::printf("vanished peer after %lld ms: %s\n", static_cast<long long>(took.count()),
+              describe(s).c_str());
+  EXPECT_TRUE(s.code() == ErrorCode::kPeerFailure || s.code() == ErrorCode::kTimeout)
+      << describe(s);
+  EXPECT_TRUE(contains(s.message(), "peer 1")) << describe(s);
+  const auto close_start = Clock::now();
+  (void)group[0].close(after(500ms));
+  EXPECT_LT(since(close_start), 1500ms);
+}
+
+// close() and the destructor are bounded even when the peer never closes.
+TEST(TransportInproc, CloseIsBoundedWithoutThePeer) {
+  Group group;
+  ASSERT_EQ(make_group(2, group), "");
+  ASSERT_EQ(run_ranks(2, [&](std::size_t rank) {
+              return ring_rounds(group[rank], rank, 2, 9, 0, 2, 3, 20000ms);
+            }),
+            "");
+  const auto start = Clock::now();
+  const Status s = group[0].close(after(300ms));
+  std::printf("close without the peer: %lld ms: %s\n",
+              static_cast<long long>(since(start).count()), describe(s).c_str());
+  EXPECT_TRUE(s.is_ok() || s.code() == ErrorCode::kTimeout) << describe(s);
+  EXPECT_LT(since(start), 1500ms);
+  const auto destroy_start = Clock::now();
+  group.members.clear();
+  EXPECT_LT(since(destroy_start), 1500ms);
+}
+
+}  // namespace
+}  // namespace ruccl::transport::test

@@ -1,0 +1,156 @@
+// Config: setters, validation and the environment (read in one place).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "ruccl/config.hpp"
+#include "test_support.hpp"
+
+namespace ruccl {
+namespace {
+
+using namespace std::chrono_literals;
+using test::contains;
+
+constexpr const char* kVars[] = {"RUCCL_TIMEOUT",    "RUCCL_MAX_CHUNK_BYTES", "RUCCL_SEGMENT_BYTES",
+                                 "RUCCL_ALGO",       "RUCCL_LOCAL_ALGO",      "RUCCL_NUM_DEVICES"};
+
+// Clears every RUCCL_* variable before and after each test.
+class ConfigEnv : public ::testing::Test {
+ protected:
+  void SetUp() override { clear(); }
+  void TearDown() override { clear(); }
+  static void clear() {
+    for (const char* v : kVars) ::unsetenv(v);
+  }
+  static void set(const char* name, const char* value) { ASSERT_EQ(::setenv(name, value, 1), 0); }
+};
+
+TEST(Config, Defaults) {
+  Config c;
+  EXPECT_EQ(c.num_devices(), 1u);
+  EXPECT_EQ(c.max_chunk_bytes(), Config::kDefaultMaxChunkBytes);
+  EXPECT_EQ(c.max_chunk_bytes(), std::size_t{4} << 20);
+  EXPECT_EQ(c.segment_bytes(), std::size_t{1} << 20);
+  EXPECT_EQ(c.timeout(), 300s);
+  EXPECT_EQ(c.local_strategy(), LocalStrategy::kRing);
+  EXPECT_EQ(c.global_strategy(), GlobalStrategy::kHierarchical);
+  EXPECT_TRUE(c.validate().is_ok()) << c.validate().to_string();
+}
+
+TEST(Config, SettersChain) {
+  Config c = Config()
+                 .with_num_devices(4)
+                 .with_max_chunk_bytes(1000)
+                 .with_segment_bytes(64)
+                 .with_timeout(250ms)
+                 .with_global_strategy(GlobalStrategy::kFlatRing);
+  EXPECT_EQ(c.num_devices(), 4u);
+  EXPECT_EQ(c.max_chunk_bytes(), 1000u);
+  EXPECT_EQ(c.segment_bytes(), 64u);
+  EXPECT_EQ(c.timeout(), 250ms);
+  EXPECT_EQ(c.global_strategy(), GlobalStrategy::kFlatRing);
+  EXPECT_TRUE(c.validate().is_ok());
+}
+
+TEST(Config, ValidateRejectsOutOfRangeValues) {
+  EXPECT_EQ(Config().with_num_devices(0).validate().code(), ErrorCode::kInvalidArgument);
+  // A zero budget cannot hold one element: either code is fine.
+  const ErrorCode zero_budget = Config().with_max_chunk_bytes(0).validate().code();
+  EXPECT_TRUE(zero_budget == ErrorCode::kInvalidArgument || zero_budget == ErrorCode::kBudgetTooSmall)
+      << error_code_name(zero_budget);
+  EXPECT_EQ(Config().with_segment_bytes(0).validate().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Config().with_timeout(0ms).validate().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Config().with_timeout(-5ms).validate().code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(Config().with_max_chunk_bytes(1).with_segment_bytes(1).with_timeout(1ms).validate().is_ok());
+}
+
+TEST_F(ConfigEnv, UnsetEnvironmentGivesTheBase) {
+  auto c = Config::from_env();
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->timeout(), Config::kDefaultTimeout);
+  EXPECT_EQ(c->max_chunk_bytes(), Config::kDefaultMaxChunkBytes);
+
+  Config base = Config().with_num_devices(3).with_timeout(7s).with_max_chunk_bytes(99);
+  auto b = Config::from_env(base);
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  EXPECT_EQ(b->num_devices(), 3u);
+  EXPECT_EQ(b->timeout(), 7s);
+  EXPECT_EQ(b->max_chunk_bytes(), 99u);
+}
+
+TEST_F(ConfigEnv, ReadsEveryVariable) {
+  set("RUCCL_TIMEOUT", "0.5");
+  set("RUCCL_MAX_CHUNK_BYTES", "1024");
+  set("RUCCL_SEGMENT_BYTES", "256");
+  set("RUCCL_ALGO", "flat_ring");
+  set("RUCCL_LOCAL_ALGO", "ring");
+  set("RUCCL_NUM_DEVICES", "4");
+  auto c = Config::from_env();
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->timeout(), 500ms);
+  EXPECT_EQ(c->max_chunk_bytes(), 1024u);
+  EXPECT_EQ(c->segment_bytes(), 256u);
+  EXPECT_EQ(c->global_strategy(), GlobalStrategy::kFlatRing);
+  EXPECT_EQ(c->local_strategy(), LocalStrategy::kRing);
+  EXPECT_EQ(c->num_devices(), 4u);
+
+  set("RUCCL_TIMEOUT", "12");
+  set("RUCCL_ALGO", "hierarchical");
+  auto d = Config::from_env(Config().with_global_strategy(GlobalStrategy::kFlatRing));
+  ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+  EXPECT_EQ(d->timeout(), 12s);
+  EXPECT_EQ(d->global_strategy(), GlobalStrategy::kHierarchical);
+}
+
+TEST_F(ConfigEnv, EnvironmentOverridesTheBase) {
+  set("RUCCL_MAX_CHUNK_BYTES", "4096");
+  auto c = Config::from_env(Config().with_max_chunk_bytes(8).with_num_devices(2));
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->max_chunk_bytes(), 4096u);
+  EXPECT_EQ(c->num_devices(), 2u);  // untouched
+}
+
+TEST_F(ConfigEnv, GarbageIsAnErrorNamingTheVariable) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"RUCCL_TIMEOUT", "abc"},          {"RUCCL_TIMEOUT", "1.5s"},
+      {"RUCCL_MAX_CHUNK_BYTES", "12x"},  {"RUCCL_MAX_CHUNK_BYTES", "-4"},
+      {"RUCCL_MAX_CHUNK_BYTES", "99999999999999999999999"},
+      {"RUCCL_SEGMENT_BYTES", "lots"},   {"RUCCL_ALGO", "tree"},
+      {"RUCCL_LOCAL_ALGO", "star"},      {"RUCCL_NUM_DEVICES", "four"},
+  };
+  for (const auto& [name, value] : bad) {
+    SCOPED_TRACE(std::string(name) + "='" + value + "'");
+    clear();
+    set(name, value);
+    auto c = Config::from_env();
+    ASSERT_FALSE(c.is_ok());
+    EXPECT_EQ(c.status().code(), ErrorCode::kInvalidArgument) << c.status().to_string();
+    EXPECT_TRUE(contains(c.status().message(), name)) << c.status().to_string();
+  }
+}
+
+TEST_F(ConfigEnv, OutOfRangeValuesNeverYieldAValidConfig) {
+  // Parsable but out of range: from_env may reject them or return a config that
+  // validate() rejects; never a valid config. (Only unparsable values are
+  // required to name the variable.)
+  const std::pair<const char*, const char*> bad[] = {
+      {"RUCCL_TIMEOUT", "0"},        {"RUCCL_TIMEOUT", "-1"},
+      {"RUCCL_MAX_CHUNK_BYTES", "0"}, {"RUCCL_SEGMENT_BYTES", "0"},
+      {"RUCCL_NUM_DEVICES", "0"},
+  };
+  for (const auto& [name, value] : bad) {
+    SCOPED_TRACE(std::string(name) + "='" + value + "'");
+    clear();
+    set(name, value);
+    auto c = Config::from_env();
+    const Status s = c.is_ok() ? c->validate() : c.status();
+    EXPECT_TRUE(s.code() == ErrorCode::kInvalidArgument || s.code() == ErrorCode::kBudgetTooSmall)
+        << s.to_string();
+  }
+}
+
+}  // namespace
+}  // namespace ruccl

@@ -1,0 +1,347 @@
+// The pure ring schedules (src/ring/schedule.hpp), exhaustively for world 1..9.
+// Each schedule is checked by simulating what it moves, not by restating it.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ring/schedule.hpp"
+
+namespace ruccl::ring {
+namespace {
+
+constexpr std::size_t kMaxWorld = 9;
+
+std::vector<std::size_t> unit_counts(std::size_t world) {
+  return {0, 1, world - 1, world, world + 1, 2 * world + 3, 1000, 1001,
+          std::size_t{1} << 40, (std::size_t{1} << 40) + 7};
+}
+
+std::string where(std::size_t world, std::size_t a, std::size_t b = 0, std::size_t c = 0) {
+  return "world=" + std::to_string(world) + " a=" + std::to_string(a) + " b=" + std::to_string(b) +
+         " c=" + std::to_string(c);
+}
+
+TEST(BalancedRanges, CoverContiguouslyAndDifferByAtMostOneUnit) {
+  for (std::size_t parts = 1; parts <= kMaxWorld; ++parts) {
+    for (std::size_t units : unit_counts(parts)) {
+      for (std::size_t unit : {std::size_t{1}, std::size_t{3}}) {
+        SCOPED_TRACE(where(parts, units, unit));
+        const auto ranges = balanced_ranges(units, parts, unit);
+        ASSERT_EQ(ranges.size(), parts);
+        std::size_t next = 0;
+        for (std::size_t i = 0; i < parts; ++i) {
+          EXPECT_EQ(ranges[i].offset, next) << "part " << i;
+          EXPECT_EQ(ranges[i].count % unit, 0u);
+          // The first units % parts parts get one unit more.
+          const std::size_t want = (units / parts + (i < units % parts ? 1 : 0)) * unit;
+          EXPECT_EQ(ranges[i].count, want) << "part " << i;
+          EXPECT_EQ(balanced_range(units, parts, i, unit), ranges[i]) << "part " << i;
+          next = ranges[i].end();
+        }
+        EXPECT_EQ(next, units * unit);
+        std::size_t lo = std::numeric_limits<std::size_t>::max(), hi = 0;
+        for (const auto& r : ranges) {
+          lo = std::min(lo, r.count);
+          hi = std::max(hi, r.count);
+        }
+        EXPECT_LE(hi - lo, unit);
+      }
+    }
+  }
+}
+
+// Simulates the ring reduce-scatter: contributors[r][c] = the ranks whose input
+// is folded into rank r's copy of chunk c.
+TEST(ReduceScatterStep, EveryChunkCollectsEveryRankOnceAndEndsAtItsOwner) {
+  for (std::size_t world = 1; world <= kMaxWorld; ++world) {
+    std::vector<std::vector<std::set<std::size_t>>> contrib(world,
+                                                            std::vector<std::set<std::size_t>>(world));
+    for (std::size_t r = 0; r < world; ++r)
+      for (std::size_t c = 0; c < world; ++c) contrib[r][c] = {r};
+    for (std::size_t step = 0; step + 1 < world; ++step) {
+      auto next = contrib;
+      for (std::size_t r = 0; r < world; ++r) {
+        SCOPED_TRACE(where(world, r, step));
+        const std::size_t prev = ring_prev(r, world);
+        const RingStep mine = reduce_scatter_step(r, world, step);
+        const RingStep theirs = reduce_scatter_step(prev, world, step);
+        ASSERT_LT(mine.send_chunk, world);
+        ASSERT_LT(mine.recv_chunk, world);
+        // What I receive is what my predecessor sends.
+        EXPECT_EQ(mine.recv_chunk, theirs.send_chunk);
+        // In place: I never overwrite a chunk my successor reads this step.
+        EXPECT_NE(mine.recv_chunk, mine.send_chunk);
+        const auto& incoming = contrib[prev][theirs.send_chunk];
+        auto& target = next[r][mine.recv_chunk];
+        for (std::size_t x : incoming) {
+          EXPECT_EQ(target.count(x), 0u) << "rank " << x << " folded twice into chunk "
+                                         << mine.recv_chunk;
+          target.insert(x);
+        }
+      }
+      contrib = std::move(next);
+    }
+    for (std::size_t r = 0; r < world; ++r) {
+      EXPECT_EQ(contrib[r][r].size(), world) << "world " << world << ": chunk " << r
+                                             << " incomplete at its owner";
+    }
+  }
+}
+
+TEST(AllGatherStep, EveryRankReceivesEveryChunkExactlyOnce) {
+  for (std::size_t world = 1; world <= kMaxWorld; ++world) {
+    std::vector<std::set<std::size_t>> have(world);
+    for (std::size_t r = 0; r < world; ++r) have[r] = {r};
+    for (std::size_t step = 0; step + 1 < world; ++step) {
+      auto next = have;
+      for (std::size_t r = 0; r < world; ++r) {
+        SCOPED_TRACE(where(world, r, step));
+        const std::size_t prev = ring_prev(r, world);
+        const RingStep mine = all_gather_step(r, world, step);
+        const RingStep theirs = all_gather_step(prev, world, step);
+        EXPECT_EQ(mine.recv_chunk, theirs.send_chunk);
+        EXPECT_NE(mine.recv_chunk, mine.send_chunk);
+        EXPECT_EQ(have[r].count(mine.send_chunk), 1u) << "sends a chunk it does not hold";
+        EXPECT_EQ(have[r].count(mine.recv_chunk), 0u) << "receives a chunk twice";
+        next[r].insert(mine.recv_chunk);
+      }
+      have = std::move(next);
+    }
+    for (std::size_t r = 0; r < world; ++r) EXPECT_EQ(have[r].size(), world) << "world " << world;
+  }
+}
+
+TEST(ChainSchedule, PositionsAndRanksAreInverse) {
+  for (std::size_t world = 1; world <= kMaxWorld; ++world) {
+    for (std::size_t root = 0; root < world; ++root) {
+      SCOPED_TRACE(where(world, root));
+      EXPECT_EQ(broadcast_position(root, root, world), 0u);
+      EXPECT_EQ(reduce_position(root, root, world), world - 1);
+      std::set<std::size_t> bpos, rpos;
+      for (std::size_t r = 0; r < world; ++r) {
+        const std::size_t b = broadcast_position(r, root, world);
+        const std::size_t p = reduce_position(r, root, world);
+        ASSERT_LT(b, world);
+        ASSERT_LT(p, world);
+        bpos.insert(b);
+        rpos.insert(p);
+        EXPECT_EQ(chain_rank(b, root, world, true), r);
+        EXPECT_EQ(chain_rank(p, root, world, false), r);
+      }
+      EXPECT_EQ(bpos.size(), world);
+      EXPECT_EQ(rpos.size(), world);
+    }
+  }
+}
+
+// Flow of segments along the chain: what position p sends at step k arrives
+// at position p+1 at step k; nobody forwards what it has not received yet.
+TEST(ChainSchedule, BroadcastDeliversEverySegmentEverywhere) {
+  for (std::size_t world = 1; world <= kMaxWorld; ++world) {
+    for (std::size_t segments : {0u, 1u, 2u, 3u, 5u, 17u}) {
+      SCOPED_TRACE(where(world, segments));
+      const std::size_t steps = chain_steps(world, segments);
+      if (world < 2 || segments == 0) {
+        EXPECT_EQ(steps, 0u);
+      }
+      std::vector<std::set<std::size_t>> have(world);
+      for (std::size_t s = 0; s < segments; ++s) have[0].insert(s);
+      bool last_step_moves = steps == 0;
+      for (std::size_t step = 0; step < steps; ++step) {
+        auto next = have;
+        for (std::size_t pos = 0; pos < world; ++pos) {
+          const auto send = chain_send_segment(pos, world, segments, step);
+          const auto recv = chain_recv_segment(pos, world, segments, step);
+          if (pos + 1 == world) {
+            EXPECT_FALSE(send.has_value()) << "the tail sends";
+          }
+          if (pos == 0) {
+            EXPECT_FALSE(recv.has_value()) << "the head receives";
+          }
+          if (send) {
+            ASSERT_LT(*send, segments);
+            EXPECT_EQ(have[pos].count(*send), 1u) << "pos " << pos << " forwards segment " << *send
+                                                  << " before receiving it (step " << step << ")";
+            EXPECT_EQ(chain_recv_segment(pos + 1, world, segments, step), send);
+          }
+          if (recv) {
+            ASSERT_LT(*recv, segments);
+            EXPECT_EQ(chain_send_segment(pos - 1, world, segments, step), recv);
+            EXPECT_EQ(have[pos].count(*recv), 0u) << "segment received twice";
+            EXPECT_NE(send, recv) << "receives into the segment it sends";
+            next[pos].insert(*recv);
+            if (step + 1 == steps) last_step_moves = true;
+          }
+        }
+        have = std::move(next);
+      }
+      for (std::size_t pos = 0; pos < world; ++pos) {
+        EXPECT_EQ(have[pos].size(), segments) << "position " << pos;
+      }
+      EXPECT_TRUE(last_step_moves) << "chain_steps is larger than needed";
+    }
+  }
+}
+
+TEST(ChainSchedule, ReduceBringsEveryContributionToTheRoot) {
+  for (std::size_t world = 1; world <= kMaxWorld; ++world) {
+    for (std::size_t root = 0; root < world; ++root) {
+      for (std::size_t segments : {0u, 1u, 2u, 4u, 9u}) {
+        SCOPED_TRACE(where(world, root, segments));
+        // contrib[pos][seg]: ranks folded into position pos's copy of seg.
+        std::vector<std::vector<std::set<std::size_t>>> contrib(
+            world, std::vector<std::set<std::size_t>>(segments));
+        for (std::size_t pos = 0; pos < world; ++pos)
+          for (std::size_t s = 0; s < segments; ++s)
+            contrib[pos][s] = {chain_rank(pos, root, world, false)};
+        const std::size_t steps = chain_steps(world, segments);
+        for (std::size_t step = 0; step < steps; ++step) {
+          auto next = contrib;
+          for (std::size_t pos = 0; pos + 1 < world; ++pos) {
+            const auto send = chain_send_segment(pos, world, segments, step);
+            if (!send) continue;
+            // Before forwarding, pos must hold the contributions of positions 0..pos.
+            EXPECT_EQ(contrib[pos][*send].size(), pos + 1)
+                << "pos " << pos << " forwards segment " << *send << " early (step " << step << ")";
+            for (std::size_t x : contrib[pos][*send]) {
+              EXPECT_EQ(next[pos + 1][*send].count(x), 0u) << "contribution of rank " << x << " twice";
+              next[pos + 1][*send].insert(x);
+            }
+          }
+          contrib = std::move(next);
+        }
+        for (std::size_t s = 0; s < segments; ++s) {
+          EXPECT_EQ(contrib[world - 1][s].size(), world) << "segment " << s << " at the root";
+        }
+        EXPECT_EQ(chain_rank(world - 1, root, world, false), root);
+      }
+    }
+  }
+}
+
+TEST(SegmentRanges, CoverInFullSegments) {
+  for (std::size_t units : {0u, 1u, 2u, 7u, 64u, 100u, 1001u}) {
+    for (std::size_t seg : {1u, 2u, 3u, 64u, 5000u}) {
+      for (std::size_t unit : {1u, 4u}) {
+        SCOPED_TRACE(where(units, seg, unit));
+        const auto ranges = segment_ranges(units, seg, unit);
+        EXPECT_EQ(ranges.size(), (units + seg - 1) / seg);
+        std::size_t next = 0;
+        for (std::size_t i = 0; i < ranges.size(); ++i) {
+          EXPECT_EQ(ranges[i].offset, next);
+          EXPECT_GT(ranges[i].count, 0u);
+          EXPECT_EQ(ranges[i].count % unit, 0u);
+          EXPECT_LE(ranges[i].count, seg * unit);
+          if (i + 1 < ranges.size()) {
+            EXPECT_EQ(ranges[i].count, seg * unit);
+          }
+          next = ranges[i].end();
+        }
+        EXPECT_EQ(next, units * unit);
+      }
+    }
+  }
+}
+
+TEST(PairwiseAllToAll, SendAndRecvPeersAreInverse) {
+  for (std::size_t world = 1; world <= kMaxWorld; ++world) {
+    for (std::size_t r = 0; r < world; ++r) {
+      std::set<std::size_t> sent_to, heard_from;
+      for (std::size_t step = 0; step < world; ++step) {
+        const std::size_t to = a2a_send_peer(r, world, step);
+        const std::size_t from = a2a_recv_peer(r, world, step);
+        ASSERT_LT(to, world);
+        ASSERT_LT(from, world);
+        EXPECT_EQ(a2a_recv_peer(to, world, step), r) << where(world, r, step);
+        EXPECT_EQ(a2a_send_peer(from, world, step), r) << where(world, r, step);
+        if (step == 0) {
+          EXPECT_EQ(to, r);
+          EXPECT_EQ(from, r);
+        }
+        sent_to.insert(to);
+        heard_from.insert(from);
+      }
+      EXPECT_EQ(sent_to.size(), world);
+      EXPECT_EQ(heard_from.size(), world);
+    }
+  }
+}
+
+TEST(ExclusivePrefix, OneMoreEntryWithTheTotalLast) {
+  EXPECT_EQ(exclusive_prefix(std::vector<std::size_t>{}), (std::vector<std::size_t>{0}));
+  EXPECT_EQ(exclusive_prefix(std::vector<std::size_t>{3, 0, 2}),
+            (std::vector<std::size_t>{0, 3, 3, 5}));
+  EXPECT_EQ(exclusive_prefix(std::vector<std::size_t>{0, 0}), (std::vector<std::size_t>{0, 0, 0}));
+}
+
+TEST(MessageElements, LargestMultipleOfTheUnitThatFits) {
+  for (std::size_t budget = 1; budget <= 100; ++budget) {
+    for (std::size_t elem : {1u, 2u, 4u, 8u}) {
+      for (std::size_t unit : {1u, 3u, 5u}) {
+        SCOPED_TRACE(where(budget, elem, unit));
+        auto r = message_elements(budget, elem, unit);
+        if (budget < elem * unit) {
+          ASSERT_FALSE(r.is_ok());
+          EXPECT_EQ(r.status().code(), ErrorCode::kBudgetTooSmall);
+          continue;
+        }
+        ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+        const std::size_t n = r.value();
+        EXPECT_GT(n, 0u);
+        EXPECT_EQ(n % unit, 0u);
+        EXPECT_LE(n * elem, budget);
+        EXPECT_GT((n + unit) * elem, budget);
+      }
+    }
+  }
+  auto huge = message_elements(std::numeric_limits<std::size_t>::max(), 8, 1);
+  ASSERT_TRUE(huge.is_ok());
+  EXPECT_EQ(huge.value(), std::numeric_limits<std::size_t>::max() / 8);
+}
+
+TEST(MessageElements, TooSmallNamesTheBudgetAndTheRow) {
+  auto r = message_elements(11, 4, 3);  // a row is 12 bytes
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kBudgetTooSmall);
+  EXPECT_NE(r.status().message().find("11"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("12"), std::string::npos) << r.status().message();
+}
+
+TEST(MessageElements, OverflowingRowIsTooSmallNotUndefined) {
+  const std::size_t unit = std::numeric_limits<std::size_t>::max() / 4;
+  auto r = message_elements(std::numeric_limits<std::size_t>::max(), 8, unit);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kBudgetTooSmall);
+}
+
+TEST(AppendMessages, SplitsIntoContiguousPiecesNoneAboveTheMax) {
+  for (std::size_t offset : {0u, 5u}) {
+    for (std::size_t count : {0u, 1u, 2u, 6u, 7u, 100u}) {
+      for (std::size_t max : {1u, 2u, 3u, 7u, 1000u}) {
+        SCOPED_TRACE(where(offset, count, max));
+        std::vector<Transfer> out{Transfer{9, Range{1, 1}, 1}};  // appends, keeps what is there
+        append_messages(out, 4, Range{offset, count}, 50, max);
+        ASSERT_GE(out.size(), 1u);
+        EXPECT_EQ(out[0], (Transfer{9, Range{1, 1}, 1}));
+        EXPECT_EQ(out.size() - 1, (count + max - 1) / max);
+        std::size_t done = 0;
+        for (std::size_t i = 1; i < out.size(); ++i) {
+          EXPECT_EQ(out[i].peer, 4u);
+          EXPECT_EQ(out[i].src.offset, offset + done);
+          EXPECT_EQ(out[i].dst_offset, 50 + done);
+          EXPECT_GT(out[i].src.count, 0u);
+          EXPECT_LE(out[i].src.count, max);
+          done += out[i].src.count;
+        }
+        EXPECT_EQ(done, count);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ruccl::ring
