@@ -4,7 +4,9 @@
 # Source it; it defines ruccl_setup and ruccl_build.
 set -euo pipefail
 
-RUCCL_PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev)
+# MPI and UCX are optional parts of ruccl; the packages let their tests run.
+RUCCL_PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev
+                openmpi-bin libopenmpi-dev libucx-dev ucx-utils)
 
 ruccl_setup() {
   local missing=()

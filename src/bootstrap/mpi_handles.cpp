@@ -1,0 +1,93 @@
+#include "bootstrap/mpi_handles.hpp"
+
+#include "bootstrap/mpi_call.hpp"
+
+namespace ruccl::bootstrap::detail {
+
+bool mpi_finalized() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);  // callable at any time, even before MPI_Init
+  return finalized != 0;
+}
+
+namespace {
+
+bool mpi_initialized() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);  // also true after MPI_Finalize
+  return initialized != 0;
+}
+
+}  // namespace
+
+Result<MpiScope> MpiScope::acquire() {
+  if (mpi_finalized())
+    return Status(ErrorCode::kUnsupported,
+                  "MPI was already finalised in this process and cannot be initialised again");
+  if (mpi_initialized()) return MpiScope(false);
+  // SERIALIZED, not MULTIPLE: the bootstrap never makes two MPI calls at once,
+  // but they may come from different threads (ruccl's worker threads).
+  int provided = MPI_THREAD_SINGLE;
+  RUCCL_TRY(mpi_status(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
+                       "MPI_Init_thread"));
+  // A library that grants less still works when every call comes from the
+  // thread that created the bootstrap, which is the common case; keep going.
+  return MpiScope(true);
+}
+
+Result<MpiScope> MpiScope::borrow() {
+  if (!mpi_initialized())
+    return Status(ErrorCode::kInvalidArgument,
+                  "MPI is not initialised: call MPI_Init first or use mpi_world_bootstrap()");
+  if (mpi_finalized()) return Status(ErrorCode::kInvalidArgument, "MPI was already finalised");
+  return MpiScope(false);
+}
+
+MpiScope& MpiScope::operator=(MpiScope&& other) noexcept {
+  if (this != &other) {
+    reset();
+    owns_ = other.owns_;
+    other.owns_ = false;
+  }
+  return *this;
+}
+
+void MpiScope::reset() noexcept {
+  if (owns_ && !mpi_finalized()) MPI_Finalize();
+  owns_ = false;
+}
+
+Result<OwnedComm> OwnedComm::duplicate(MPI_Comm parent) {
+  MPI_Comm dup = MPI_COMM_NULL;
+  RUCCL_TRY(mpi_status(MPI_Comm_dup(parent, &dup), "MPI_Comm_dup"));
+  OwnedComm owned(dup);  // owns it from here on, whatever fails next
+  RUCCL_TRY(mpi_status(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler"));
+  return owned;
+}
+
+Result<OwnedComm> OwnedComm::split_shared(MPI_Comm parent, int key) {
+  MPI_Comm shared = MPI_COMM_NULL;
+  RUCCL_TRY(mpi_status(MPI_Comm_split_type(parent, MPI_COMM_TYPE_SHARED, key, MPI_INFO_NULL, &shared),
+                       "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)"));
+  if (shared == MPI_COMM_NULL)
+    return Status(ErrorCode::kInternal, "MPI_Comm_split_type returned MPI_COMM_NULL");
+  return OwnedComm(shared);
+}
+
+OwnedComm& OwnedComm::operator=(OwnedComm&& other) noexcept {
+  if (this != &other) {
+    reset();
+    comm_ = other.comm_;
+    other.comm_ = MPI_COMM_NULL;
+  }
+  return *this;
+}
+
+void OwnedComm::reset() noexcept {
+  // A destructor cannot report an error; MPI_Comm_free only fails on a bad
+  // handle, which ownership rules out. After MPI_Finalize the handle is gone.
+  if (comm_ != MPI_COMM_NULL && !mpi_finalized()) MPI_Comm_free(&comm_);
+  comm_ = MPI_COMM_NULL;
+}
+
+}  // namespace ruccl::bootstrap::detail

@@ -1,0 +1,121 @@
+// The transport: tagged point-to-point messages between the ranks of a group,
+// across processes and nodes. This header is all the rest of ruccl sees; it
+// includes no UCX header (only src/transport/*.cpp do).
+//
+// Life of a transport (one per local rank; the calls are not thread-safe, but
+// the object may move between threads as long as one thread uses it at a time):
+//
+//   auto t = make_ucx_transport({.abort = &abort_flag});  // context + worker
+//   blob = t->address();                 // out-of-band: allgather the blobs
+//   t->connect(blobs, deadline);         // one endpoint per peer (self included)
+//   t->exchange(sends, recvs, deadline); // once per algorithm step, any number of times
+//   t->close(deadline);                  // graceful: flush and close every endpoint
+//   // destructor: force-closes whatever close() did not, never blocks for long
+//
+// Blocking and ordering: exchange() blocks until all of its messages have
+// completed, or until the deadline, the abort flag or a failure; it makes
+// progress only while it runs, so peers must be inside exchange() (or close())
+// for messages to move. Messages from one sender with one tag are received in
+// the order they were sent.
+//
+// Ownership: exchange() reads `SendOp::data` and writes `RecvOp::data` only
+// while it runs. When it returns, with any status, no UCX request refers to the
+// caller's buffers any more (receives are cancelled; sends that UCX cannot cancel
+// are cut off by force-closing their endpoint, which makes that peer unusable).
+//
+// After an error: a timeout or abort may leave a peer's late message queued at
+// the receiver, and a force-closed endpoint stays closed. The caller should treat
+// the group as unusable and build new transports (the core does: kAborted after
+// any failure), as every rank of the group sees some error too.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ruccl/status.hpp"
+#include "transport/tag.hpp"
+
+namespace ruccl::transport {
+
+using Clock = std::chrono::steady_clock;
+
+// One message out: `bytes` at `data` to `peer` (an index into connect()'s
+// address list), under `tag` (make_tag). `data` may be null when bytes == 0.
+struct SendOp {
+  std::size_t peer = 0;
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+  std::uint64_t tag = 0;
+};
+
+// One message in: exactly `bytes` from `peer` under `tag`. A message of another
+// size is an error (kShapeMismatch); nothing is written past data + bytes.
+struct RecvOp {
+  std::size_t peer = 0;
+  void* data = nullptr;
+  std::size_t bytes = 0;
+  std::uint64_t tag = 0;
+};
+
+enum class MemoryType { kHost, kCuda };
+
+// One endpoint set of one local rank: a UCX worker connected to every peer.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // This worker's address blob, to hand to every peer out of band.
+  virtual std::vector<std::byte> address() const = 0;
+
+  // Creates one endpoint per peer; `addresses[i]` is peer i's blob (this rank's
+  // own entry included: it connects to itself). Does not wait for the peers;
+  // connection setup finishes inside the first exchange(). Once per transport.
+  // kInvalidArgument: empty or too many (> kMaxTagPeers) addresses, called twice.
+  virtual Status connect(const std::vector<std::vector<std::byte>>& addresses,
+                         Clock::time_point deadline) = 0;
+
+  // Posts every receive, then every send, then progresses until all complete.
+  // Errors (outstanding requests are cancelled before it returns):
+  //   kShapeMismatch  a message of another size than expected arrived,
+  //   kPeerFailure    an endpoint failed (names the peer and UCX's reason),
+  //   kTimeout        the deadline passed (names the outstanding peers and tags),
+  //   kAborted        the abort flag became true, or a peer's endpoint was closed
+  //                   by an earlier failure,
+  //   kInvalidArgument a peer index out of range, null data with bytes > 0,
+  //                   not connected.
+  virtual Status exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
+                          Clock::time_point deadline) = 0;
+
+  // Whether UCX can move memory of this type (ucp_context_query's memory types).
+  virtual bool supports(MemoryType type) const = 0;
+
+  // Which UCX transports and devices reach `peer`, condensed to one line, e.g.
+  // "tcp/lo[am am_bw keepalive wireup]; tag_send 0..<egr/short>..8185..<rndv>..".
+  // For debug logs; the text is UCX's and may change between UCX versions.
+  virtual std::string describe_lanes(std::size_t peer) const = 0;
+
+  // Flushes and closes every endpoint (ucp_ep_close_nbx), progressing the worker
+  // until all closes complete, the deadline passes (kTimeout naming the peers
+  // whose close did not finish) or the abort flag is set (kAborted). Peers should
+  // call close() at about the same time: a graceful close needs the peer's
+  // worker to make progress. Endpoints still open afterwards are force-closed.
+  virtual Status close(Clock::time_point deadline) = 0;
+};
+
+struct TransportOptions {
+  // Set to true from any thread to make a blocked exchange()/connect()/close()
+  // return kAborted. Must outlive the transport. Null: no abort.
+  const std::atomic<bool>* abort = nullptr;
+};
+
+// A UCX transport: its own ucp_context and ucp_worker (tag matching, endpoints
+// with peer-failure detection). Any number may live in one process.
+Result<std::unique_ptr<Transport>> make_ucx_transport(TransportOptions options = {});
+
+}  // namespace ruccl::transport

@@ -1,0 +1,126 @@
+// Move-only owners of the UCX handles the transport uses. Each releases its
+// handle in its destructor, and none of them blocks for long there. An owner
+// that needs another handle to clean up (an endpoint needs its worker to make
+// progress) keeps a plain pointer to it: the owner of that handle must be
+// declared before it, so that it is destroyed after it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <ucp/api/ucp.h>
+
+#include "ruccl/status.hpp"
+
+namespace ruccl::transport {
+
+// A ucp_context_h with the tag-matching feature. Reads UCX's own UCX_*
+// environment (UCX_TLS, UCX_NET_DEVICES...) like any UCX program.
+class Context {
+ public:
+  static Result<Context> create();
+
+  Context() = default;
+  Context(Context&& other) noexcept;
+  Context& operator=(Context&& other) noexcept;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context();
+
+  ucp_context_h get() const { return handle_; }
+  // Bit mask over ucs_memory_type_t (UCP_ATTR_FIELD_MEMORY_TYPES).
+  std::uint64_t memory_types() const { return memory_types_; }
+
+ private:
+  ucp_context_h handle_ = nullptr;
+  std::uint64_t memory_types_ = 0;
+};
+
+// A ucp_worker_h used by one thread at a time (UCS_THREAD_MODE_SERIALIZED: no
+// locks; unlike SINGLE it lets the transport move between threads).
+class Worker {
+ public:
+  static Result<Worker> create(const Context& context);
+
+  Worker() = default;
+  Worker(Worker&& other) noexcept;
+  Worker& operator=(Worker&& other) noexcept;
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  ~Worker();
+
+  ucp_worker_h get() const { return handle_; }
+  // A copy of the worker's address blob (the UCX copy is released at once).
+  Result<std::vector<std::byte>> address() const;
+  // One ucp_worker_progress(); yields the CPU (sched_yield) when nothing
+  // happened, so that ranks oversubscribing the cores do not starve each other.
+  // Returns the number of events UCX processed.
+  unsigned progress() const;
+
+ private:
+  ucp_worker_h handle_ = nullptr;
+};
+
+// A ucp request handle that the caller must free (ucp_request_free). Freeing a
+// request that has not completed lets UCX release it when it completes; the
+// buffers it refers to must stay valid until then, so the transport frees only
+// completed requests unless it has run out of time.
+class Request {
+ public:
+  Request() = default;
+  explicit Request(void* handle) : handle_(handle) {}
+  Request(Request&& other) noexcept;
+  Request& operator=(Request&& other) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request();
+
+  void* get() const { return handle_; }
+  explicit operator bool() const { return handle_ != nullptr; }
+  void reset();
+
+ private:
+  void* handle_ = nullptr;
+};
+
+// What a non-blocking UCX call returned: done at once (with a status), or a
+// request to poll. Turns ucs_status_ptr_t into something that owns the request.
+struct Posted {
+  ucs_status_t status = UCS_OK;  // UCS_INPROGRESS while `request` is pending
+  Request request;
+};
+Posted posted(ucs_status_ptr_t ptr);
+
+// A ucp_ep_h with peer-failure detection (UCP_ERR_HANDLING_MODE_PEER): when the
+// peer dies, UCX calls `on_error(error_arg, ep, status)` from inside
+// ucp_worker_progress and fails the endpoint's requests. The destructor (and
+// force_close) closes with UCP_EP_CLOSE_FLAG_FORCE, which completes at once.
+class Endpoint {
+ public:
+  static Result<Endpoint> create(const Worker& worker, std::span<const std::byte> address,
+                                 ucp_err_handler_cb_t on_error, void* error_arg);
+
+  Endpoint() = default;
+  Endpoint(Endpoint&& other) noexcept;
+  Endpoint& operator=(Endpoint&& other) noexcept;
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+  ~Endpoint();
+
+  ucp_ep_h get() const { return handle_; }
+  bool is_open() const { return handle_ != nullptr; }
+  // Starts ucp_ep_close_nbx (flushing unless `force`) and gives up the handle:
+  // the endpoint is empty afterwards, and the close completes with the request.
+  Posted start_close(bool force);
+  // Closes at once, cancelling the endpoint's outstanding requests
+  // (UCS_ERR_CANCELED); bounded, progresses the worker briefly if UCX asks to.
+  void force_close();
+
+ private:
+  ucp_ep_h handle_ = nullptr;
+  ucp_worker_h worker_ = nullptr;  // not owned: the transport's Worker outlives it
+};
+
+}  // namespace ruccl::transport

@@ -1,0 +1,236 @@
+// UcxTransport: creation, connection, lanes, close. exchange() is in exchange.cpp.
+#include "transport/ucx_transport.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string_view>
+#include <utility>
+
+#include "transport/ucx_status.hpp"
+
+namespace ruccl::transport {
+
+Result<std::unique_ptr<Transport>> make_ucx_transport(TransportOptions options) {
+  return UcxTransport::create(options);
+}
+
+Result<std::unique_ptr<Transport>> UcxTransport::create(TransportOptions options) {
+  Result<Context> context = Context::create();
+  RUCCL_TRY(context);
+  Result<Worker> worker = Worker::create(*context);
+  RUCCL_TRY(worker);
+  Result<std::vector<std::byte>> address = worker->address();
+  RUCCL_TRY(address);
+  std::unique_ptr<Transport> transport(new (std::nothrow) UcxTransport(
+      options, std::move(context).value(), std::move(worker).value(),
+      std::move(address).value()));
+  if (!transport) return Status(ErrorCode::kInternal, "out of memory creating a UCX transport");
+  return transport;
+}
+
+UcxTransport::UcxTransport(TransportOptions options, Context context, Worker worker,
+                           std::vector<std::byte> address)
+    : options_(options),
+      context_(std::move(context)),
+      worker_(std::move(worker)),
+      address_(std::move(address)) {}
+
+bool UcxTransport::aborted() const {
+  return options_.abort != nullptr && options_.abort->load(std::memory_order_relaxed);
+}
+
+void UcxTransport::on_endpoint_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
+  auto* health = static_cast<PeerHealth*>(arg);
+  if (health->failure == UCS_OK) health->failure = status;  // keep the first reason
+}
+
+Status UcxTransport::peer_usable(std::size_t peer) const {
+  const PeerHealth& health = health_[peer];
+  if (health.failure != UCS_OK) {
+    return Status(ErrorCode::kPeerFailure, "peer " + std::to_string(peer) +
+                                               " failed: " + ucs_status_string(health.failure));
+  }
+  if (!endpoints_[peer].is_open()) {
+    return Status(ErrorCode::kAborted,
+                  "the endpoint to peer " + std::to_string(peer) + " is closed" +
+                      (health.closed_by.empty() ? std::string() : " (" + health.closed_by + ")"));
+  }
+  return Status::ok();
+}
+
+void UcxTransport::cut_off(std::size_t peer, std::string why) {
+  if (!endpoints_[peer].is_open()) return;
+  health_[peer].closed_by = std::move(why);
+  endpoints_[peer].force_close();
+}
+
+// ---- connect -------------------------------------------------------------------
+
+Status UcxTransport::connect(const std::vector<std::vector<std::byte>>& addresses,
+                             Clock::time_point deadline) {
+  return without_exceptions("connect", [&] { return do_connect(addresses, deadline); });
+}
+
+Status UcxTransport::do_connect(const std::vector<std::vector<std::byte>>& addresses,
+                                Clock::time_point deadline) {
+  if (connect_called_) return Status(ErrorCode::kInvalidArgument, "connect called twice");
+  if (addresses.empty()) return Status(ErrorCode::kInvalidArgument, "connect: no addresses");
+  if (addresses.size() > kMaxTagPeers) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "connect: " + std::to_string(addresses.size()) + " peers, the tag layout allows " +
+                      std::to_string(kMaxTagPeers));
+  }
+  connect_called_ = true;
+  // health_ is sized once, before any endpoint points into it.
+  health_.resize(addresses.size());
+  for (std::size_t peer = 0; peer < addresses.size(); ++peer) health_[peer].peer = peer;
+  endpoints_.resize(addresses.size());
+
+  // ucp_ep_create does not wait for the peer: with a worker address, UCX picks
+  // the lanes locally and finishes the handshake (wireup) during progress.
+  for (std::size_t peer = 0; peer < addresses.size(); ++peer) {
+    if (aborted()) return Status(ErrorCode::kAborted, "connect: aborted");
+    if (Clock::now() >= deadline) {
+      return Status(ErrorCode::kTimeout, "connect: deadline passed before peer " +
+                                             std::to_string(peer) + " of " +
+                                             std::to_string(addresses.size()));
+    }
+    Result<Endpoint> endpoint =
+        Endpoint::create(worker_, addresses[peer], &on_endpoint_error, &health_[peer]);
+    if (!endpoint) {
+      return endpoint.status().with_context("connect to peer " + std::to_string(peer));
+    }
+    endpoints_[peer] = std::move(endpoint).value();
+  }
+  return Status::ok();
+}
+
+// ---- capabilities and lanes ----------------------------------------------------
+
+bool UcxTransport::supports(MemoryType type) const {
+  const ucs_memory_type_t ucx_type =
+      type == MemoryType::kCuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+  return (context_.memory_types() & (std::uint64_t{1} << ucx_type)) != 0;
+}
+
+namespace {
+
+// ucp_ep_print_info's text in a string (open_memstream owns a malloc'ed buffer).
+std::string endpoint_info(ucp_ep_h ep) {
+  char* text = nullptr;
+  std::size_t length = 0;
+  FILE* stream = open_memstream(&text, &length);
+  if (stream == nullptr) return {};
+  ucp_ep_print_info(ep, stream);
+  std::fclose(stream);
+  std::string out(text != nullptr ? text : "", length);
+  std::free(text);
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '#')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// One lane line, "lane[0]:  2:tcp/lo.0 md[1]  -> md[1]/tcp/sysdev[255] am am_bw#0 wireup",
+// condensed to "tcp/lo.0[am am_bw#0 wireup]".
+std::string condense_lane(std::string_view line) {
+  std::string_view rest = trim(line.substr(line.find(':') + 1));
+  // "2:tcp/lo.0 md[1] ..." -> resource "tcp/lo.0"
+  const std::size_t colon = rest.find(':');
+  const std::size_t space = rest.find(' ');
+  std::string_view resource =
+      rest.substr(colon == std::string_view::npos || colon > space ? 0 : colon + 1);
+  resource = resource.substr(0, resource.find(' '));
+  // The usages follow the remote md/resource after "->".
+  std::string_view usages;
+  if (const std::size_t arrow = rest.find("->"); arrow != std::string_view::npos) {
+    std::string_view after = trim(rest.substr(arrow + 2));
+    const std::size_t gap = after.find(' ');
+    usages = gap == std::string_view::npos ? std::string_view() : trim(after.substr(gap + 1));
+  }
+  return std::string(resource) + "[" + std::string(usages) + "]";
+}
+
+}  // namespace
+
+std::string UcxTransport::describe_lanes(std::size_t peer) const {
+  try {
+    return lanes_of(peer);
+  } catch (...) {
+    return {};
+  }
+}
+
+std::string UcxTransport::lanes_of(std::size_t peer) const {
+  if (peer >= endpoints_.size()) return "peer " + std::to_string(peer) + ": not connected";
+  if (!endpoints_[peer].is_open()) return "peer " + std::to_string(peer) + ": endpoint closed";
+  const std::string info = endpoint_info(endpoints_[peer].get());
+  std::string lanes;
+  std::string tag_send;
+  std::size_t begin = 0;
+  while (begin < info.size()) {
+    std::size_t end = info.find('\n', begin);
+    if (end == std::string::npos) end = info.size();
+    const std::string_view line = trim(std::string_view(info).substr(begin, end - begin));
+    if (line.starts_with("lane[")) {
+      if (!lanes.empty()) lanes += ' ';
+      lanes += condense_lane(line);
+    } else if (line.starts_with("tag_send:")) {
+      tag_send = std::string(trim(line.substr(std::strlen("tag_send:"))));
+    }
+    begin = end + 1;
+  }
+  if (lanes.empty()) lanes = "no lanes reported";
+  if (!tag_send.empty()) lanes += "; tag_send " + tag_send;
+  return lanes;
+}
+
+// ---- close ---------------------------------------------------------------------
+
+Status UcxTransport::close(Clock::time_point deadline) {
+  return without_exceptions("close", [&] { return do_close(deadline); });
+}
+
+Status UcxTransport::do_close(Clock::time_point deadline) {
+  // Start every close at once, so that no peer waits on a close we have not
+  // begun; failed endpoints can only be force-closed.
+  struct Closing {
+    std::size_t peer;
+    Posted close;
+  };
+  std::vector<Closing> closing;
+  for (std::size_t peer = 0; peer < endpoints_.size(); ++peer) {
+    if (!endpoints_[peer].is_open()) continue;
+    const bool force = health_[peer].failure != UCS_OK;
+    Posted close = endpoints_[peer].start_close(force);
+    if (close.request) closing.push_back({peer, std::move(close)});
+    // A close that completed at once, even with an error (the peer closed
+    // first or died), leaves nothing to wait for.
+  }
+
+  // Progress until every close request completes. The peers' closes need our
+  // progress as much as ours needs theirs, so keep progressing to the end.
+  while (true) {
+    std::erase_if(closing, [](const Closing& c) {
+      return ucp_request_check_status(c.close.request.get()) != UCS_INPROGRESS;
+    });
+    if (closing.empty()) return Status::ok();
+    const bool abort = aborted();
+    if (abort || Clock::now() >= deadline) {
+      std::string peers;
+      for (const Closing& c : closing) peers += (peers.empty() ? "" : ", ") + std::to_string(c.peer);
+      // The requests are freed on return; UCX finishes them in ucp_worker_destroy.
+      return Status(abort ? ErrorCode::kAborted : ErrorCode::kTimeout,
+                    std::string(abort ? "close aborted" : "close: deadline passed") +
+                        " while closing the endpoints to peers " + peers);
+    }
+    worker_.progress();
+  }
+}
+
+}  // namespace ruccl::transport

@@ -1,0 +1,89 @@
+// The UCX implementation of Transport (internal to src/transport).
+//
+// One ucp_context and one ucp_worker per transport, one endpoint per peer. The
+// endpoints detect peer failures (UCP_ERR_HANDLING_MODE_PEER): UCX reports a
+// dead peer through on_endpoint_error, called from inside ucp_worker_progress
+// on the thread that drives the transport, which records it in health_[peer].
+// Every wait loops on "progress once, check completion, check failures, check
+// abort, check deadline", so none can hang.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "transport/transport.hpp"
+#include "transport/ucx_handles.hpp"
+
+namespace ruccl::transport {
+
+// What is known about one peer's endpoint. The error callback writes `failure`;
+// `closed_by` explains why the endpoint was force-closed early.
+// Runs `body`, turning an exception (in practice std::bad_alloc) into
+// kInternal: no exception leaves the transport.
+template <typename Body>
+Status without_exceptions(const char* what, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kInternal, std::string(what) + ": " + e.what());
+  } catch (...) {
+    return Status(ErrorCode::kInternal, std::string(what) + ": unknown exception");
+  }
+}
+
+struct PeerHealth {
+  std::size_t peer = 0;
+  ucs_status_t failure = UCS_OK;
+  std::string closed_by;
+};
+
+class UcxTransport final : public Transport {
+ public:
+  static Result<std::unique_ptr<Transport>> create(TransportOptions options);
+
+  UcxTransport(const UcxTransport&) = delete;
+  UcxTransport& operator=(const UcxTransport&) = delete;
+  ~UcxTransport() override = default;  // members: endpoints, worker, context (reverse order)
+
+  std::vector<std::byte> address() const override { return address_; }
+  Status connect(const std::vector<std::vector<std::byte>>& addresses,
+                 Clock::time_point deadline) override;
+  Status exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
+                  Clock::time_point deadline) override;
+  bool supports(MemoryType type) const override;
+  std::string describe_lanes(std::size_t peer) const override;
+  Status close(Clock::time_point deadline) override;
+
+ private:
+  UcxTransport(TransportOptions options, Context context, Worker worker,
+               std::vector<std::byte> address);
+
+  Status do_connect(const std::vector<std::vector<std::byte>>& addresses,
+                    Clock::time_point deadline);
+  Status do_close(Clock::time_point deadline);
+  std::string lanes_of(std::size_t peer) const;
+
+  bool aborted() const;
+  // kPeerFailure / kAborted if `peer` cannot be used (failed or force-closed).
+  Status peer_usable(std::size_t peer) const;
+  // Force-closes the endpoint to `peer` (cancelling its requests), noting why.
+  void cut_off(std::size_t peer, std::string why);
+
+  static void on_endpoint_error(void* arg, ucp_ep_h ep, ucs_status_t status);
+
+  friend class ExchangeRun;
+
+  // In dependency order: health_ is the error callback's target and must
+  // outlive the worker; the endpoints need the worker, the worker the context.
+  TransportOptions options_;
+  std::vector<PeerHealth> health_;  // sized once, in connect(): never reallocated
+  Context context_;
+  Worker worker_;
+  std::vector<std::byte> address_;
+  std::vector<Endpoint> endpoints_;  // endpoints_[peer]; empty until connect()
+  bool connect_called_ = false;
+};
+
+}  // namespace ruccl::transport
