@@ -14,11 +14,6 @@ namespace ruccl::test {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 TEST(Timeout, MissingRankNamedWithTheSequenceNumber) {
   constexpr std::size_t kWorld = 3;

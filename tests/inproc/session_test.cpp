@@ -15,11 +15,6 @@ namespace ruccl::test {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // Peers 30, 10, 20 on devices host:0, host:1, host:2: ranks follow peer ids
 // (10 -> 0, 20 -> 1, 30 -> 2), not devices or registration order.

@@ -111,6 +111,11 @@ void run_ranks(std::size_t world, Failures& failures,
 // ---- construction ------------------------------------------------------------
 // A config for n ranks with a test-sized timeout (a hang becomes an error).
 Config test_config(std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 std::vector<DeviceId> host_devices(std::size_t n, std::size_t first = 0);
 // Communicator over host devices 0..n-1 and the host adapter; throws on failure.
 std::shared_ptr<Communicator> make_comm(std::size_t n);
