@@ -28,7 +28,8 @@ struct Communicator::Impl {
         adapter(std::move(adp)),
         config(std::move(cfg)),
         rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1)),
-        next_seq(devices.size()) {}
+        next_seq(devices.size()),
+        scratch(devices.size()) {}
 
   Result<core::RankOutcome> call(std::size_t rank, core::Request req, const CallOptions& options);
 
@@ -37,6 +38,7 @@ struct Communicator::Impl {
   const Config config;
   core::Rendezvous rendezvous;
   std::vector<std::atomic<std::uint64_t>> next_seq;  // per rank; ranks agree on order
+  std::vector<core::ScratchCache> scratch;           // per rank, its thread only
 };
 
 Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Request req,
@@ -75,6 +77,7 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
     job.adapter = adapter.get();
     job.state = std::move(state);
     job.segment_bytes = config.segment_bytes();
+    job.scratch = &scratch[rank];
     job.deadline = deadline;
     outcome = core::execute(job);
   }

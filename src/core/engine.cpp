@@ -87,9 +87,15 @@ class RankExecution {
     return allocated_.get();
   }
   Result<void*> scratch(std::size_t count) {
-    auto mem = job_.adapter->allocate(me_.device, count * es_);
-    RUCCL_TRY(mem);
-    scratch_ = std::move(mem.value());
+    ScratchCache& cache = *job_.scratch;
+    if (cache.bytes < count * es_ || !cache.memory) {
+      cache.memory.reset();  // free first: peak memory stays one scratch buffer
+      auto mem = job_.adapter->allocate(me_.device, count * es_);
+      RUCCL_TRY(mem);
+      cache.memory = std::move(mem.value());
+      cache.bytes = count * es_;
+    }
+    scratch_ = cache.memory;
     return scratch_.get();
   }
   Status copy(void* dst, const void* src, std::size_t count) {

@@ -16,6 +16,13 @@ struct RankOutcome {
   std::vector<std::size_t> recv_counts;  // all_to_all_v
 };
 
+// A rank's scratch memory, kept between collectives so that repeated calls do
+// not allocate (and fault in) fresh pages. Only that rank's thread touches it.
+struct ScratchCache {
+  std::shared_ptr<void> memory;
+  std::size_t bytes = 0;
+};
+
 struct RankJob {
   std::size_t rank = 0;
   const Request* request = nullptr;
@@ -25,6 +32,7 @@ struct RankJob {
   DeviceAdapter* adapter = nullptr;
   std::shared_ptr<AdapterState> state;  // from DeviceAdapter::prepare
   std::size_t segment_bytes = 0;
+  ScratchCache* scratch = nullptr;
   Clock::time_point deadline{};
 };
 
