@@ -175,9 +175,12 @@ void run_peer(ruccl::Session& session, const Placement& placement, const Options
   const std::vector<float> original = input;
   const ruccl::TensorView view = placement.input_view(input, peer);
 
-  const Status registered = session.register_peer(
-      peer, placement.device(peer),
-      ruccl::Config().with_num_devices(options.ranks).with_timeout(kTimeout));
+  // RUCCL_* environment variables (e.g. RUCCL_TIMEOUT) override the defaults.
+  auto config = ruccl::Config::from_env(ruccl::Config().with_timeout(kTimeout));
+  const Status registered =
+      config ? session.register_peer(peer, placement.device(peer),
+                                     config->with_num_devices(options.ranks))
+             : config.status();
   if (!registered) {
     failures.add(kRegister, peer, registered.to_string());
     // The group can never complete: wake the peers waiting for it (kAborted)
