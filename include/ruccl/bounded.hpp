@@ -5,7 +5,10 @@
 // message; it excludes metadata, the complete result tensors and scratch. A
 // non-empty message must fit one complete element (one row for all_to_all_v and
 // for row-split tensors); otherwise the call fails with kBudgetTooSmall, naming
-// the budget and the row size. All ranks use the same budget.
+// the budget and the row size. All ranks use the same budget. The algorithms cut
+// every transfer to the executor's message size: executors that stage or send
+// bytes (the transport) use the budget; the in-process executor reads peers'
+// memory directly, stages nothing, and so moves each range whole.
 // Chunked arithmetic may order floating reductions differently from unchunked.
 #pragma once
 

@@ -121,6 +121,7 @@ class CommunicatorRegistry {
  public:
   CommunicatorRegistry(std::shared_ptr<DeviceAdapter> adapter, Config config);
   Result<std::shared_ptr<Communicator>> communicator(const std::vector<DeviceId>& devices);
+  const Config& config() const { return config_; }
   // Aborts and forgets every communicator.
   void clear(const std::string& reason);
 

@@ -24,6 +24,7 @@ class Config {
   static constexpr std::size_t kDefaultMaxChunkBytes = std::size_t{4} << 20;   // 4 MiB
   static constexpr std::size_t kDefaultSegmentBytes = std::size_t{1} << 20;    // 1 MiB
   static constexpr std::chrono::milliseconds kDefaultTimeout{300'000};         // 300 s
+  static constexpr std::chrono::milliseconds kMaxTimeout{10'000'000'000};      // 10^7 s
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring), RUCCL_LOCAL_ALGO (ring),
@@ -51,8 +52,12 @@ class Config {
   LocalStrategy local_strategy() const { return local_; }
   GlobalStrategy global_strategy() const { return global_; }
 
-  // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1, timeout > 0).
+  // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,
+  // 0 < timeout <= kMaxTimeout).
   Status validate() const;
+  // The settings that differ between two configs, e.g. "max_chunk_bytes 4 vs 8"; empty if equal.
+  std::string difference(const Config& other) const;
+  friend bool operator==(const Config&, const Config&) = default;
 
  private:
   std::size_t num_devices_ = 1;

@@ -4,8 +4,10 @@
 //
 // Contract (from the seed):
 //  - Every peer calls register_peer(peer_id, device, config) once; config's
-//    num_devices is the group size and must agree between peers; peer ids and
-//    devices must be distinct. Ranks are assigned in ascending peer-id order.
+//    num_devices is the group size. Peers must register equal configs
+//    (kDeviceCountMismatch for num_devices, kInvalidArgument for the rest, seen
+//    by every peer of the round); peer ids and devices must be distinct. Ranks
+//    are assigned in ascending peer-id order.
 //  - The first collective of a peer waits (up to the config timeout) for the
 //    group to be complete, then every peer calls matching collectives in order.
 //  - reduce: non-root peers get nothing. broadcast: the sender passes a tensor,

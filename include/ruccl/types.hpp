@@ -20,6 +20,7 @@ inline constexpr DataType kAllDataTypes[] = {DataType::kF16, DataType::kBF16, Da
 // Reduction ops.
 // - Sum, Min, Max, Prod: elementwise. f16/bf16 are computed in f32 and rounded once
 //   per combine. Integer Sum and Prod wrap modulo 2^bits (two's complement).
+//   Float Min and Max return NaN wherever any rank holds NaN.
 // - Mean: the Sum divided by the world size. Floats: one correctly rounded division
 //   of the (rounded) sum, not a multiplication by 1/n. Integers: the wrapped sum
 //   divided by n, truncated toward zero (C++ integer division).

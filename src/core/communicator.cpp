@@ -78,7 +78,7 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
     job.state = std::move(state);
     job.segment_bytes = config.segment_bytes();
     job.scratch = &scratch[rank];
-    job.deadline = deadline;
+    job.timeout = config.timeout();
     outcome = core::execute(job);
   }
   rendezvous.depart(rank);

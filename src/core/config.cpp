@@ -85,7 +85,27 @@ Status Config::validate() const {
     return Status(ErrorCode::kInvalidArgument, "segment_bytes must be at least 1");
   if (timeout_.count() <= 0)
     return Status(ErrorCode::kInvalidArgument, "timeout must be positive");
+  if (timeout_ > kMaxTimeout)
+    return Status(ErrorCode::kInvalidArgument,
+                  "timeout of " + std::to_string(timeout_.count()) +
+                      " ms exceeds the maximum of 10^7 s; ruccl never waits without a deadline");
   return Status::ok();
+}
+
+std::string Config::difference(const Config& other) const {
+  std::string out;
+  auto field = [&](const char* name, auto mine, auto theirs) {
+    if (mine == theirs) return;
+    if (!out.empty()) out += ", ";
+    out += std::string(name) + " " + std::to_string(mine) + " vs " + std::to_string(theirs);
+  };
+  field("num_devices", num_devices_, other.num_devices_);
+  field("max_chunk_bytes", max_chunk_bytes_, other.max_chunk_bytes_);
+  field("segment_bytes", segment_bytes_, other.segment_bytes_);
+  field("timeout_ms", timeout_.count(), other.timeout_.count());
+  field("local_strategy", static_cast<int>(local_), static_cast<int>(other.local_));
+  field("global_strategy", static_cast<int>(global_), static_cast<int>(other.global_));
+  return out;
 }
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept {

@@ -24,9 +24,9 @@ class InProcRun final : public ring::RankRun {
   explicit InProcRun(const RankJob& job) : job_(job) {}
   std::size_t rank() const override { return job_.rank; }
   std::size_t world() const override { return job_.generation->work.world; }
-  std::size_t message_elements() const override {
-    return job_.generation->plan.value().message_elements;
-  }
+  // A pull is one range read straight from the peer's memory: no message, no
+  // staging, so nothing to cut to the budget (executors that stage do cut).
+  std::size_t message_elements() const override { return SIZE_MAX; }
   // The receiving rank pulls its incoming ranges; sends need no action here.
   Status step(std::span<const Transfer>, std::span<const Transfer> recvs,
               Combine combine) override {
@@ -37,7 +37,7 @@ class InProcRun final : public ring::RankRun {
       });
       job_.rendezvous->leave_device();
     }
-    return job_.rendezvous->barrier(job_.rank, std::move(mine), job_.deadline);
+    return job_.rendezvous->barrier(job_.rank, std::move(mine), Clock::now() + job_.timeout);
   }
 
  private:
@@ -66,11 +66,11 @@ class RankExecution {
 
   Result<RankOutcome> run() {
     Status setup_status = guarded([&] { return setup(); });
-    RUCCL_TRY(job_.rendezvous->barrier(rank_, std::move(setup_status), job_.deadline));
+    RUCCL_TRY(job_.rendezvous->barrier(rank_, std::move(setup_status), Clock::now() + job_.timeout));
     InProcRun run(job_);
-    RUCCL_TRY(algorithm(run));
+    RUCCL_TRY(guarded([&] { return algorithm(run); }));
     Status done = guarded([&] { return complete(); });
-    RUCCL_TRY(job_.rendezvous->barrier(rank_, std::move(done), job_.deadline));
+    RUCCL_TRY(job_.rendezvous->barrier(rank_, std::move(done), Clock::now() + job_.timeout));
     return std::move(outcome_);
   }
 
@@ -240,7 +240,7 @@ class RankExecution {
         auto out = output(mine.count);
         RUCCL_TRY(out);
         RUCCL_TRY(copy(out.value(), at(me_.recv, mine.offset), mine.count));
-        shape = with_rows(req_.in.shape, mine.count / geo_.unit);
+        shape = with_rows(req_.in.shape, ring::balanced_range(geo_.rows, world_, rank_).count);
         break;
       }
       case CollectiveKind::kAllToAllV:

@@ -33,7 +33,7 @@ struct RankJob {
   std::shared_ptr<AdapterState> state;  // from DeviceAdapter::prepare
   std::size_t segment_bytes = 0;
   ScratchCache* scratch = nullptr;
-  Clock::time_point deadline{};
+  std::chrono::milliseconds timeout{};  // of every wait (each barrier gets now + timeout)
 };
 
 Result<RankOutcome> execute(const RankJob& job);

@@ -1,5 +1,7 @@
 #include "core/fingerprint.hpp"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "ring/schedule.hpp"
@@ -122,12 +124,16 @@ Result<Plan> agree(std::span<const Request* const> reqs,
   if (r0.kind == CollectiveKind::kAllToAllV) {
     for (std::size_t r = 0; r < world; ++r) plan.a2a_rows.push_back(reqs[r]->send_counts);
     for (std::size_t d = 0; d < world; ++d) {
-      std::size_t rows = 0;
-      for (std::size_t s = 0; s < world; ++s) rows += plan.a2a_rows[s][d];
+      std::optional<std::size_t> rows = 0;
+      for (std::size_t s = 0; s < world && rows; ++s) rows = checked_add(*rows, plan.a2a_rows[s][d]);
+      const auto elements = rows ? checked_mul(*rows, plan.geometry.unit) : std::nullopt;
+      if (!elements || !checked_mul(*elements, dtype_size(plan.dtype)))
+        return Status(ErrorCode::kInvalidArgument,
+                      what + ": the rows rank " + std::to_string(d) + " receives overflow size_t");
       const auto& out = reqs[d]->out;
-      if (out && out->count() < rows * plan.geometry.unit)
+      if (out && out->count() < *elements)
         return Status(ErrorCode::kShapeMismatch,
-                      what + ": rank " + std::to_string(d) + " receives " + std::to_string(rows) +
+                      what + ": rank " + std::to_string(d) + " receives " + std::to_string(*rows) +
                           " rows of " + std::to_string(plan.geometry.unit) +
                           " element(s) but its output holds " + std::to_string(out->count()) +
                           " elements");
@@ -138,7 +144,8 @@ Result<Plan> agree(std::span<const Request* const> reqs,
   bool any_data = false;
   for (std::size_t r = 0; r < world; ++r) any_data = any_data || locals[r]->value().count != 0;
   if (any_data) {
-    auto m = ring::message_elements(r0.max_chunk_bytes, dtype_size(plan.dtype), plan.geometry.unit);
+    auto m = ring::message_elements(r0.max_chunk_bytes, dtype_size(plan.dtype),
+                                    std::max<std::size_t>(1, plan.geometry.unit));
     if (!m.is_ok()) return m.status().with_context(what);
     plan.message_elements = m.value();
   }

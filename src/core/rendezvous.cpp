@@ -85,6 +85,9 @@ Result<Rendezvous::Generation*> Rendezvous::arrive(std::size_t rank, std::uint64
   // Wait for the previous generation to drain (its other ranks to depart).
   RUCCL_TRY(wait(lock, deadline, [&] { return !ready_ && !arrived_flags_[rank]; },
                  "the previous collective to finish", std::vector<bool>(world_, true)));
+  // A broken rendezvous is never joined: ranks that left it may have left their
+  // registrations behind (pointing at requests that no longer exist).
+  if (broken_) return *broken_;
   if (arrived_ == 0) {
     generation_.seq = seq;
     generation_.kind = request.kind;

@@ -84,11 +84,13 @@ Result<Geometry> check_local(const Request& req, std::size_t rank, std::size_t w
     g.count = count.value();
   }
   const Shape& shape = req.has_input ? req.in.shape : (req.out ? req.out->shape : req.shape);
-  g.unit = row_split(req.kind) ? row_unit(shape) : 1;
-  if (g.unit == 0) {
-    g.unit = 1;  // zero-width rows: nothing moves, every count is 0
+  if (row_split(req.kind)) {
+    g.unit = row_unit(shape);  // 0 for zero-width rows: nothing moves, but rows count
+    g.rows = shape.empty() ? 1 : shape[0];
+  } else {
+    g.unit = 1;
+    g.rows = g.count;
   }
-  g.rows = g.count / g.unit;
   if (req.kind == CollectiveKind::kAllGather &&
       !checked_mul(g.count * dtype_size(req.dtype), world))
     return invalid(rank, "passed an all_gather input whose gathered byte size overflows size_t");
@@ -108,9 +110,16 @@ Result<Geometry> check_local(const Request& req, std::size_t rank, std::size_t w
                     "rank " + std::to_string(rank) + " passed send counts summing to " +
                         std::to_string(total) + " rows but its input has " +
                         std::to_string(g.rows) + " rows");
-    if (req.out && req.out->data == req.in.data && g.count != 0)
-      return invalid(rank, "passed the same buffer as input and output; all_to_all_v is "
-                           "out-of-place only");
+    if (req.out && g.count != 0 && req.out->data != nullptr) {
+      // Peers read the input while the output is written: they must not overlap.
+      const auto* in = static_cast<const std::byte*>(req.in.data);
+      const auto* out = static_cast<const std::byte*>(req.out->data);
+      const std::size_t es = dtype_size(req.dtype);
+      const std::size_t out_count = shape_count(req.out->shape).value_or(0);
+      if (in < out + out_count * es && out < in + g.count * es)
+        return invalid(rank, "passed overlapping input and output buffers; all_to_all_v is "
+                             "out-of-place only");
+    }
   }
   if (req.out && req.has_input && req.kind != CollectiveKind::kAllToAllV) {
     const bool gets_output = req.kind != CollectiveKind::kReduce || req.root == rank;

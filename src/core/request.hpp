@@ -31,8 +31,8 @@ struct Request {
 // Facts derived from a request, valid once check_local passed.
 struct Geometry {
   std::size_t count = 0;  // input elements (output elements for broadcast receivers)
-  std::size_t unit = 1;   // elements per row-unit for row-split kinds, else 1
-  std::size_t rows = 0;   // count / unit
+  std::size_t unit = 1;   // elements per row for row-split kinds (may be 0), else 1
+  std::size_t rows = 0;   // shape[0] for row-split kinds, else count
 };
 
 bool is_reducing(CollectiveKind kind);

@@ -37,6 +37,14 @@ Status Session::register_peer(PeerId peer, DeviceId device, const Config& config
       changed_.notify_all();
       return *poisoned_;
     }
+    if (const std::string diff = config.difference(reg.config); !diff.empty()) {
+      poisoned_ = Status(ErrorCode::kInvalidArgument,
+                         peer_str(peer) + " registered a config that differs from " +
+                             peer_str(first) + "'s: " + diff +
+                             "; every peer of a group must use the same config");
+      changed_.notify_all();
+      return *poisoned_;
+    }
     if (peers_.size() >= reg.config.num_devices() || group_)
       return Status(ErrorCode::kDeviceCountMismatch,
                     peer_str(peer) + " registered, but the group of " +
@@ -55,11 +63,14 @@ Status Session::build_group_locked() {
   std::vector<DeviceId> devices;
   for (const auto& [id, reg] : peers_) devices.push_back(reg.device);
   const DeviceKind kind = devices.front().kind;
+  const Config& config = peers_.begin()->second.config;
   auto& registry = registries_[kind];
-  if (!registry) {
+  if (!registry || !(registry->config() == config)) {
+    // A round with another config gets communicators built with it.
+    if (registry) registry->clear("the session's config changed");
     auto adapter = make_adapter(kind);
     RUCCL_TRY(adapter);
-    registry = std::make_unique<CommunicatorRegistry>(adapter.value(), peers_.begin()->second.config);
+    registry = std::make_unique<CommunicatorRegistry>(adapter.value(), config);
   }
   auto comm = registry->communicator(devices);
   RUCCL_TRY(comm);
@@ -88,6 +99,7 @@ Result<std::pair<std::size_t, std::shared_ptr<Communicator>>> Session::group_for
                         std::to_string(want) + " peers registered");
     }
   }
+  if (epoch_ != epoch) return Status(ErrorCode::kAborted, "reset_collective discarded the session");
   if (poisoned_) return *poisoned_;
   std::size_t rank = 0;
   for (const auto& [id, reg] : peers_) {

@@ -33,6 +33,9 @@ class HostAdapter final : public DeviceAdapter {
   Status begin(Work&, std::size_t) override { return Status::ok(); }
 
   Result<std::shared_ptr<void>> allocate(DeviceId, std::size_t bytes) override {
+    if (bytes > (std::size_t{1} << 62))
+      return Status(ErrorCode::kDeviceError,
+                    "host allocation of " + std::to_string(bytes) + " bytes is too large");
     const std::size_t rounded = ((bytes + 63) / 64) * 64 + 64;
     void* raw = std::aligned_alloc(64, rounded);
     if (raw == nullptr)

@@ -16,8 +16,14 @@ namespace {
 
 struct Add { template <typename T> T operator()(T a, T b) const { return a + b; } };
 struct Mul { template <typename T> T operator()(T a, T b) const { return a * b; } };
-struct Min { template <typename T> T operator()(T a, T b) const { return b < a ? b : a; } };
-struct Max { template <typename T> T operator()(T a, T b) const { return a < b ? b : a; } };
+// Min/Max propagate NaN whichever operand holds it, so the result does not
+// depend on a rank's position in the ring (a != a is false for integers).
+struct Min {
+  template <typename T> T operator()(T a, T b) const { return a != a ? a : (b < a || b != b ? b : a); }
+};
+struct Max {
+  template <typename T> T operator()(T a, T b) const { return a != a ? a : (a < b || b != b ? b : a); }
+};
 
 // The loop body is elementwise, so dst == a is safe; when it is, the loop runs
 // through the two-operand form, which the compiler vectorises without alias checks.
