@@ -111,6 +111,12 @@ class DeviceAdapter {
   // rank's incoming transfers of one step (see the ordering note above).
   virtual Status exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
                           Combine combine) = 0;
+  // Applies one message received by a transport: `count` elements of work.dtype
+  // at `staged` (host memory the transport filled) go into rank's recv buffer
+  // at `dst_offset`, combined like an incoming transfer. Adapters used only
+  // in-process need not implement it (the default is kUnsupported).
+  virtual Status combine(Work& work, std::size_t rank, std::size_t dst_offset, const void* staged,
+                         std::size_t count, Combine combine);
   // data[i] /= divisor for `count` elements of work.dtype (Mean's final scaling).
   virtual Status scale(Work& work, std::size_t rank, void* data, std::size_t count,
                        std::size_t divisor) = 0;

@@ -1,8 +1,16 @@
 // Which adapter serves which device kind. The CUDA backend (src/device/cuda)
 // replaces the kCuda branch when it is built.
+#include <string>
+
 #include "ruccl/device.hpp"
 
 namespace ruccl {
+
+Status DeviceAdapter::combine(Work&, std::size_t, std::size_t, const void*, std::size_t, Combine) {
+  return Status(ErrorCode::kUnsupported,
+                std::string(device_kind_name(kind())) +
+                    " adapter cannot apply received messages (in-process only)");
+}
 
 Result<std::shared_ptr<DeviceAdapter>> make_adapter(DeviceKind kind) {
   switch (kind) {

@@ -70,6 +70,8 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
   if (generation.value()->plan.is_ok()) {
     core::RankJob job;
     job.rank = rank;
+    job.global_rank = rank;
+    job.world = devices.size();
     job.request = &req;
     job.geometry = &local.value();
     job.generation = generation.value();

@@ -22,8 +22,8 @@ namespace {
 class InProcRun final : public ring::RankRun {
  public:
   explicit InProcRun(const RankJob& job) : job_(job) {}
-  std::size_t rank() const override { return job_.rank; }
-  std::size_t world() const override { return job_.generation->work.world; }
+  std::size_t rank() const override { return job_.global_rank; }
+  std::size_t world() const override { return job_.world; }
   // A pull is one range read straight from the peer's memory: no message, no
   // staging, so nothing to cut to the budget (executors that stage do cut).
   std::size_t message_elements() const override { return SIZE_MAX; }
@@ -61,16 +61,18 @@ class RankExecution {
         work_(job.generation->work),
         me_(work_.ranks[job.rank]),
         es_(dtype_size(work_.dtype)),
-        world_(work_.world),
-        rank_(job.rank) {}
+        world_(job.world),
+        rank_(job.global_rank),
+        local_(job.rank) {}
 
   Result<RankOutcome> run() {
     Status setup_status = guarded([&] { return setup(); });
-    RUCCL_TRY(job_.rendezvous->barrier(rank_, std::move(setup_status), Clock::now() + job_.timeout));
-    InProcRun run(job_);
+    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(setup_status), Clock::now() + job_.timeout));
+    InProcRun in_process(job_);
+    ring::RankRun& run = job_.run != nullptr ? *job_.run : in_process;
     RUCCL_TRY(guarded([&] { return algorithm(run); }));
     Status done = guarded([&] { return complete(); });
-    RUCCL_TRY(job_.rendezvous->barrier(rank_, std::move(done), Clock::now() + job_.timeout));
+    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(done), Clock::now() + job_.timeout));
     return std::move(outcome_);
   }
 
@@ -100,7 +102,7 @@ class RankExecution {
   }
   Status copy(void* dst, const void* src, std::size_t count) {
     if (dst == src || count == 0) return Status::ok();
-    return job_.adapter->copy(work_, rank_, dst, src, count);
+    return job_.adapter->copy(work_, local_, dst, src, count);
   }
   std::vector<Range> segments() const {
     std::size_t bytes = std::min(job_.segment_bytes, req_.max_chunk_bytes);
@@ -121,7 +123,7 @@ class RankExecution {
       me_.input = req_.in.data;
       me_.input_count = n;
     }
-    RUCCL_TRY(job_.adapter->begin(work_, rank_));
+    RUCCL_TRY(job_.adapter->begin(work_, local_));
     switch (req_.kind) {
       case CollectiveKind::kAllReduce: {
         auto work = output(n);
@@ -210,7 +212,7 @@ class RankExecution {
 
   Status scale_if_mean(void* data, std::size_t count) {
     if (req_.op != ReduceOp::kMean || count == 0) return Status::ok();
-    return job_.adapter->scale(work_, rank_, data, count, world_);
+    return job_.adapter->scale(work_, local_, data, count, world_);
   }
 
   Status complete() {
@@ -220,7 +222,7 @@ class RankExecution {
         RUCCL_TRY(scale_if_mean(me_.recv, geo_.count));
         break;
       case CollectiveKind::kReduce:
-        if (rank_ != plan_.root) return job_.adapter->finish(work_, rank_);
+        if (rank_ != plan_.root) return job_.adapter->finish(work_, local_);
         RUCCL_TRY(scale_if_mean(me_.recv, geo_.count));
         break;
       case CollectiveKind::kBroadcast:
@@ -247,7 +249,7 @@ class RankExecution {
         shape = with_rows(req_.in.shape, out_rows_);
         break;
     }
-    RUCCL_TRY(job_.adapter->finish(work_, rank_));
+    RUCCL_TRY(job_.adapter->finish(work_, local_));
     if (!req_.out) {
       if (!allocated_) {  // an empty result still gets a (zero-element) tensor
         auto mem = job_.adapter->allocate(me_.device, 0);
@@ -266,8 +268,9 @@ class RankExecution {
   Work& work_;
   RankBuffers& me_;
   const std::size_t es_;
-  const std::size_t world_;
+  const std::size_t world_;  // the algorithm's world and rank (global)
   const std::size_t rank_;
+  const std::size_t local_;  // this rank's index in the local Work and rendezvous
   std::shared_ptr<void> allocated_;  // the value form's output
   std::shared_ptr<void> scratch_;    // kept until every peer is done reading it
   std::size_t out_rows_ = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/rendezvous.hpp"
+#include "ring/rank_run.hpp"
 
 namespace ruccl::core {
 
@@ -24,7 +25,14 @@ struct ScratchCache {
 };
 
 struct RankJob {
+  // Index of this rank in the local group: its Work slot and rendezvous seat.
   std::size_t rank = 0;
+  // The algorithm's view. In-process, global_rank == rank and world == Work::world;
+  // an executor spanning processes puts the local group inside a larger world.
+  std::size_t global_rank = 0;
+  std::size_t world = 0;
+  // The step executor; null: the in-process executor (pulls through the adapter).
+  ring::RankRun* run = nullptr;
   const Request* request = nullptr;
   const Geometry* geometry = nullptr;
   Rendezvous::Generation* generation = nullptr;

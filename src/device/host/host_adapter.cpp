@@ -11,6 +11,13 @@
 namespace ruccl {
 namespace {
 
+Status range_error(const char* what, std::size_t rank, std::size_t offset, std::size_t count) {
+  return Status(ErrorCode::kInternal, std::string("host adapter: ") + what +
+                                          " out of bounds on rank " + std::to_string(rank) +
+                                          " (offset " + std::to_string(offset) + ", count " +
+                                          std::to_string(count) + ")");
+}
+
 Status out_of_bounds(const char* what, std::size_t rank, const Transfer& t) {
   return Status(ErrorCode::kInternal,
                 std::string("host adapter: ") + what + " out of bounds on rank " +
@@ -19,6 +26,31 @@ Status out_of_bounds(const char* what, std::size_t rank, const Transfer& t) {
 }
 
 class HostAdapter final : public DeviceAdapter {
+  // recv[dst_offset..+count) of `rank` = src (kCopy), recv op src (kReduce), or
+  // own input op src (kReduceInput). Bounds-checked: a bad range is kInternal.
+  static Status apply(Work& work, std::size_t rank, std::size_t dst_offset, const void* src,
+                      std::size_t count, Combine combine) {
+    const std::size_t es = dtype_size(work.dtype);
+    RankBuffers& me = work.ranks[rank];
+    if (me.recv == nullptr || dst_offset + count > me.recv_count)
+      return range_error("destination range", rank, dst_offset, count);
+    auto* dst = static_cast<std::byte*>(me.recv) + dst_offset * es;
+    switch (combine) {
+      case Combine::kCopy:
+        std::memmove(dst, src, count * es);
+        return Status::ok();
+      case Combine::kReduce:
+        return host::reduce(work.dtype, work.op, dst, dst, src, count);
+      case Combine::kReduceInput: {
+        if (me.input == nullptr || dst_offset + count > me.input_count)
+          return range_error("own input range", rank, dst_offset, count);
+        const auto* mine = static_cast<const std::byte*>(me.input) + dst_offset * es;
+        return host::reduce(work.dtype, work.op, dst, mine, src, count);
+      }
+    }
+    return Status(ErrorCode::kInternal, "host adapter: unknown combine mode");
+  }
+
  public:
   DeviceKind kind() const noexcept override { return DeviceKind::kHost; }
 
@@ -52,7 +84,6 @@ class HostAdapter final : public DeviceAdapter {
   Status exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
                   Combine combine) override {
     const std::size_t es = dtype_size(work.dtype);
-    RankBuffers& me = work.ranks[rank];
     for (const Transfer& t : incoming) {
       if (t.src.count == 0) continue;
       if (t.peer >= work.world) return out_of_bounds("peer", rank, t);
@@ -61,27 +92,17 @@ class HostAdapter final : public DeviceAdapter {
       const void* base = from_input ? from.input : from.send;
       if (base == nullptr || t.src.end() > (from_input ? from.input_count : from.send_count))
         return out_of_bounds("source range", rank, t);
-      if (me.recv == nullptr || t.dst_offset + t.src.count > me.recv_count)
-        return out_of_bounds("destination range", rank, t);
       const auto* src = static_cast<const std::byte*>(base) + t.src.offset * es;
-      auto* dst = static_cast<std::byte*>(me.recv) + t.dst_offset * es;
-      switch (combine) {
-        case Combine::kCopy:
-          std::memmove(dst, src, t.src.count * es);
-          break;
-        case Combine::kReduce:
-          RUCCL_TRY(host::reduce(work.dtype, work.op, dst, dst, src, t.src.count));
-          break;
-        case Combine::kReduceInput: {
-          if (me.input == nullptr || t.dst_offset + t.src.count > me.input_count)
-            return out_of_bounds("own input range", rank, t);
-          const auto* mine = static_cast<const std::byte*>(me.input) + t.dst_offset * es;
-          RUCCL_TRY(host::reduce(work.dtype, work.op, dst, mine, src, t.src.count));
-          break;
-        }
-      }
+      RUCCL_TRY(apply(work, rank, t.dst_offset, src, t.src.count, combine));
     }
     return Status::ok();
+  }
+
+  Status combine(Work& work, std::size_t rank, std::size_t dst_offset, const void* staged,
+                 std::size_t count, Combine combine) override {
+    if (count == 0) return Status::ok();
+    if (staged == nullptr) return Status(ErrorCode::kInternal, "host adapter: null staged message");
+    return apply(work, rank, dst_offset, staged, count, combine);
   }
 
   Status scale(Work& work, std::size_t, void* data, std::size_t count,
