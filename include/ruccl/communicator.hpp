@@ -33,6 +33,11 @@
 
 namespace ruccl {
 
+class Communicator;
+namespace core {
+class Spanning;
+}  // namespace core
+
 enum class CollectiveKind : std::uint8_t {
   kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAllToAllV
 };
@@ -59,7 +64,10 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
+  // Ranks in the whole group (all processes). This process serves the ranks
+  // first_rank() .. first_rank() + devices().size() - 1; in-process, all of them.
   std::size_t world_size() const;
+  std::size_t first_rank() const;
   const std::vector<DeviceId>& devices() const;
   const Config& config() const;
 
@@ -111,6 +119,8 @@ class Communicator {
   struct Impl;
 
  private:
+  friend Result<std::shared_ptr<Communicator>> make_communicator(
+      std::vector<DeviceId>, std::shared_ptr<DeviceAdapter>, Config, std::unique_ptr<core::Spanning>);
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -7,8 +7,14 @@
 
 #include "core/engine.hpp"
 #include "core/rendezvous.hpp"
+#include "core/spanning.hpp"
 
 namespace ruccl {
+
+Result<std::shared_ptr<Communicator>> make_communicator(std::vector<DeviceId> devices,
+                                                        std::shared_ptr<DeviceAdapter> adapter,
+                                                        Config config,
+                                                        std::unique_ptr<core::Spanning> spanning);
 
 std::string_view collective_name(CollectiveKind kind) noexcept {
   switch (kind) {
@@ -23,10 +29,14 @@ std::string_view collective_name(CollectiveKind kind) noexcept {
 }
 
 struct Communicator::Impl {
-  Impl(std::vector<DeviceId> devs, std::shared_ptr<DeviceAdapter> adp, Config cfg)
+  Impl(std::vector<DeviceId> devs, std::shared_ptr<DeviceAdapter> adp, Config cfg,
+       std::unique_ptr<core::Spanning> span)
       : devices(std::move(devs)),
         adapter(std::move(adp)),
         config(std::move(cfg)),
+        spanning(std::move(span)),
+        first(spanning ? spanning->first_rank() : 0),
+        world(spanning ? spanning->world() : devices.size()),
         rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1)),
         next_seq(devices.size()),
         scratch(devices.size()) {}
@@ -36,6 +46,9 @@ struct Communicator::Impl {
   const std::vector<DeviceId> devices;
   const std::shared_ptr<DeviceAdapter> adapter;
   const Config config;
+  const std::unique_ptr<core::Spanning> spanning;  // null: every rank is in this process
+  const std::size_t first;  // global rank of devices[0]
+  const std::size_t world;  // global world size
   core::Rendezvous rendezvous;
   std::vector<std::atomic<std::uint64_t>> next_seq;  // per rank; ranks agree on order
   std::vector<core::ScratchCache> scratch;           // per rank, its thread only
@@ -43,53 +56,81 @@ struct Communicator::Impl {
 
 Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Request req,
                                                    const CallOptions& options) {
-  if (rank >= devices.size())
+  if (rank < first || rank - first >= devices.size())
     return Status(ErrorCode::kInvalidArgument,
-                  "rank " + std::to_string(rank) + " is outside a world of " +
-                      std::to_string(devices.size()));
+                  "rank " + std::to_string(rank) + " is not served by this communicator (ranks " +
+                      std::to_string(first) + ".." + std::to_string(first + devices.size() - 1) +
+                      " of a world of " + std::to_string(world) + ")");
+  const std::size_t local = rank - first;
   if (auto broken = rendezvous.broken()) return *broken;
-  const std::uint64_t seq = next_seq[rank].fetch_add(1);
+  const std::uint64_t seq = next_seq[local].fetch_add(1);
   req.max_chunk_bytes = options.max_chunk_bytes.value_or(config.max_chunk_bytes());
-  if (!req.has_input) req.in.device = devices[rank];
+  if (!req.has_input) req.in.device = devices[local];
 
   // Check what this rank alone can check, and capture its tensor. A failure here
   // is not returned yet: it travels to the rendezvous so every rank gets it.
-  Result<core::Geometry> local = core::check_local(req, rank, devices.size(), devices[rank]);
+  Result<core::Geometry> geometry = core::check_local(req, rank, world, devices[local]);
   std::shared_ptr<AdapterState> state;
-  if (local.is_ok()) {
+  if (geometry.is_ok()) {
     const TensorView& view = req.has_input ? req.in : (req.out ? *req.out : req.in);
-    auto prepared = core::guarded([&] { return adapter->prepare(view, devices[rank]); });
+    auto prepared = core::guarded([&] { return adapter->prepare(view, devices[local]); });
     if (prepared.is_ok()) state = std::move(prepared.value());
-    else local = prepared.status();
+    else geometry = prepared.status();
   }
 
+  // Across processes, every rank agrees with every other before the local
+  // rendezvous; in-process, the last local rank to arrive does it.
+  std::optional<Result<core::Plan>> agreed;
+  if (spanning) agreed = spanning->agree_all(local, seq, req, geometry, config.timeout());
   const auto deadline = core::Clock::now() + config.timeout();
-  auto generation = rendezvous.arrive(rank, seq, req, local, deadline);
+  auto generation = rendezvous.arrive(local, seq, req, geometry, deadline,
+                                      agreed ? &*agreed : nullptr);
   RUCCL_TRY(generation);
   Result<core::RankOutcome> outcome = generation.value()->plan.status();
   if (generation.value()->plan.is_ok()) {
     core::RankJob job;
-    job.rank = rank;
+    job.rank = local;
     job.global_rank = rank;
-    job.world = devices.size();
+    job.world = world;
+    std::unique_ptr<ring::RankRun> executor;
+    if (spanning) {
+      executor = spanning->executor(local, seq, generation.value()->work, *adapter,
+                                    generation.value()->plan.value(), config.timeout());
+      job.run = executor.get();
+    }
     job.request = &req;
-    job.geometry = &local.value();
+    job.geometry = &geometry.value();
     job.generation = generation.value();
     job.rendezvous = &rendezvous;
     job.adapter = adapter.get();
     job.state = std::move(state);
     job.segment_bytes = config.segment_bytes();
-    job.scratch = &scratch[rank];
+    job.scratch = &scratch[local];
     job.timeout = config.timeout();
     outcome = core::execute(job);
   }
-  rendezvous.depart(rank);
+  rendezvous.depart(local);
   return outcome;
 }
 
 Result<std::shared_ptr<Communicator>> Communicator::create(std::vector<DeviceId> devices,
                                                            std::shared_ptr<DeviceAdapter> adapter,
                                                            Config config) {
+  return make_communicator(std::move(devices), std::move(adapter), std::move(config), nullptr);
+}
+
+Result<std::shared_ptr<Communicator>> core::make_spanning_communicator(
+    std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
+    std::unique_ptr<Spanning> spanning) {
+  if (!spanning) return Status(ErrorCode::kInvalidArgument, "no spanning part");
+  return make_communicator(std::move(devices), std::move(adapter), std::move(config),
+                           std::move(spanning));
+}
+
+Result<std::shared_ptr<Communicator>> make_communicator(std::vector<DeviceId> devices,
+                                                        std::shared_ptr<DeviceAdapter> adapter,
+                                                        Config config,
+                                                        std::unique_ptr<core::Spanning> spanning) {
   if (devices.empty())
     return Status(ErrorCode::kInvalidArgument, "a communicator needs at least one device");
   if (!adapter) return Status(ErrorCode::kInvalidArgument, "the device adapter is null");
@@ -106,14 +147,16 @@ Result<std::shared_ptr<Communicator>> Communicator::create(std::vector<DeviceId>
                       "devices must be distinct: ranks " + std::to_string(j) + " and " +
                           std::to_string(i) + " both use " + device_name(devices[i]));
   }
-  auto impl = std::make_unique<Impl>(std::move(devices), std::move(adapter), std::move(config));
+  auto impl = std::make_unique<Communicator::Impl>(std::move(devices), std::move(adapter),
+                                                   std::move(config), std::move(spanning));
   return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
 
-std::size_t Communicator::world_size() const { return impl_->devices.size(); }
+std::size_t Communicator::world_size() const { return impl_->world; }
+std::size_t Communicator::first_rank() const { return impl_->first; }
 const std::vector<DeviceId>& Communicator::devices() const { return impl_->devices; }
 const Config& Communicator::config() const { return impl_->config; }
 
@@ -122,7 +165,8 @@ void Communicator::abort(std::string reason) {
 }
 bool Communicator::aborted() const { return impl_->rendezvous.broken().has_value(); }
 std::uint64_t Communicator::next_sequence(std::size_t rank) const {
-  return rank < impl_->next_seq.size() ? impl_->next_seq[rank].load() : 0;
+  const std::size_t local = rank - impl_->first;
+  return rank >= impl_->first && local < impl_->next_seq.size() ? impl_->next_seq[local].load() : 0;
 }
 
 namespace {

@@ -80,7 +80,8 @@ Status Rendezvous::wait(std::unique_lock<std::mutex>& lock, Clock::time_point de
 Result<Rendezvous::Generation*> Rendezvous::arrive(std::size_t rank, std::uint64_t seq,
                                                    const Request& request,
                                                    const Result<Geometry>& local,
-                                                   Clock::time_point deadline) {
+                                                   Clock::time_point deadline,
+                                                   const Result<Plan>* agreed) {
   std::unique_lock lock(mutex_);
   // Wait for the previous generation to drain (its other ranks to depart).
   RUCCL_TRY(wait(lock, deadline, [&] { return !ready_ && !arrived_flags_[rank]; },
@@ -97,12 +98,12 @@ Result<Rendezvous::Generation*> Rendezvous::arrive(std::size_t rank, std::uint64
   requests_[rank] = &request;
   locals_[rank] = &local;
   if (++arrived_ == world_) {
-    generation_.plan = agree(requests_, locals_, seq);
+    generation_.plan = agreed != nullptr ? *agreed : agree(requests_, locals_, seq);
     if (generation_.plan.is_ok()) {
       generation_.work = Work{};
       generation_.work.dtype = generation_.plan.value().dtype;
       generation_.work.op = request.op;
-      generation_.work.world = world_;
+      generation_.work.world = world_;  // local ranks: the Work holds this process's
       generation_.work.ranks.assign(world_, RankBuffers{});
     }
     ready_ = true;

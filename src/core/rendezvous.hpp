@@ -43,8 +43,11 @@ class Rendezvous {
 
   // Blocks until every rank arrived (or deadline/abort). Returns the generation,
   // whose plan holds the common outcome of the agreement.
+  // `agreed`: a plan already agreed with ranks outside this process (every
+  // local rank passes an identical one); null: agree() over the local requests.
   Result<Generation*> arrive(std::size_t rank, std::uint64_t seq, const Request& request,
-                             const Result<Geometry>& local, Clock::time_point deadline);
+                             const Result<Geometry>& local, Clock::time_point deadline,
+                             const Result<Plan>* agreed = nullptr);
   // Reports `mine` and blocks until every rank reached this barrier. Returns the
   // first (lowest-rank) failure of this barrier, for every rank, or ok.
   Status barrier(std::size_t rank, Status mine, Clock::time_point deadline);

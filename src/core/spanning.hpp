@@ -1,0 +1,42 @@
+// Spanning: the part of a communicator that lies outside this process.
+//
+// The in-process communicator serves ranks that are threads of one process. A
+// communicator spanning processes (src/multinode) plugs in here: it agrees on
+// every collective with all ranks of the world (each rank derives the same Plan
+// or the same error from every rank's request) and supplies the step executor
+// that moves messages between processes. The engine, the algorithms and the
+// device adapters are the same.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "core/fingerprint.hpp"
+#include "ring/rank_run.hpp"
+
+namespace ruccl::core {
+
+class Spanning {
+ public:
+  virtual ~Spanning() = default;
+  virtual std::size_t first_rank() const = 0;  // global rank of this process's local index 0
+  virtual std::size_t world() const = 0;       // ranks in all processes
+  // Exchanges local rank `local`'s request with every rank and runs agree()
+  // over all of them. Blocking; every rank calls it for every collective.
+  virtual Result<Plan> agree_all(std::size_t local, std::uint64_t seq, const Request& request,
+                                 const Result<Geometry>& geometry,
+                                 std::chrono::milliseconds timeout) = 0;
+  // The step executor of `local` for collective `seq` over `work`.
+  virtual std::unique_ptr<ring::RankRun> executor(std::size_t local, std::uint64_t seq,
+                                                  Work& work, DeviceAdapter& adapter,
+                                                  const Plan& plan,
+                                                  std::chrono::milliseconds timeout) = 0;
+};
+
+// A communicator of this process's `devices` inside the world of `spanning`.
+Result<std::shared_ptr<Communicator>> make_spanning_communicator(
+    std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
+    std::unique_ptr<Spanning> spanning);
+
+}  // namespace ruccl::core

@@ -1,0 +1,27 @@
+// The fingerprint on the wire: one rank's request (what agree() compares) and
+// its local check's outcome, in a fixed-size record of 62 + world words so that
+// every rank knows how many bytes to receive from every other.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/request.hpp"
+
+namespace ruccl::multinode {
+
+inline constexpr std::size_t kMaxDims = 16;
+std::size_t wire_words(std::size_t world);
+
+// kInvalidArgument for tensors of more than kMaxDims dims or send counts that
+// do not fit the world (the local check reports those first in practice).
+Result<std::vector<std::uint64_t>> encode(const core::Request& request,
+                                          const Result<core::Geometry>& geometry,
+                                          std::size_t world);
+struct Decoded {
+  core::Request request;
+  Result<core::Geometry> geometry = Status(ErrorCode::kInternal, "not decoded");
+};
+Decoded decode(const std::vector<std::uint64_t>& words, std::size_t world);
+
+}  // namespace ruccl::multinode

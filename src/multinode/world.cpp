@@ -1,0 +1,150 @@
+// The world communicator: the MPI bootstrap finds the processes and exchanges
+// the UCX worker addresses once; then each local rank owns one UCX transport,
+// agrees on every collective with every rank (fingerprints on the wire), and
+// runs the src/ring algorithms through TransportRun.
+#include "ruccl/world.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "bootstrap/bootstrap.hpp"
+#include "core/spanning.hpp"
+#include "multinode/wire.hpp"
+#include "transport/transport.hpp"
+#include "transport/transport_run.hpp"
+
+namespace ruccl {
+namespace {
+
+using transport::Clock;
+constexpr std::uint32_t kDataComm = 0;     // tag comm field of algorithm messages
+constexpr std::uint32_t kControlComm = 1;  // ... of fingerprint messages
+
+class WorldSpanning final : public core::Spanning {
+ public:
+  WorldSpanning(std::unique_ptr<bootstrap::Bootstrap> boot,
+                std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
+                std::size_t world)
+      : bootstrap_(std::move(boot)), transports_(std::move(transports)), first_(first), world_(world) {}
+  ~WorldSpanning() override {
+    transports_.clear();  // before the bootstrap, which may finalise MPI
+  }
+
+  std::size_t first_rank() const override { return first_; }
+  std::size_t world() const override { return world_; }
+
+  Result<core::Plan> agree_all(std::size_t local, std::uint64_t seq, const core::Request& request,
+                               const Result<core::Geometry>& geometry,
+                               std::chrono::milliseconds timeout) override {
+    const std::size_t me = first_ + local;
+    auto mine = multinode::encode(request, geometry, world_);
+    RUCCL_TRY(mine);
+    const std::size_t bytes = mine.value().size() * sizeof(std::uint64_t);
+    std::vector<std::vector<std::uint64_t>> theirs(world_);
+    std::vector<transport::SendOp> sends;
+    std::vector<transport::RecvOp> recvs;
+    for (std::size_t r = 0; r < world_; ++r) {
+      if (r == me) continue;
+      theirs[r].resize(mine.value().size());
+      sends.push_back({r, mine.value().data(), bytes,
+                       transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(me), 0})});
+      recvs.push_back({r, theirs[r].data(), bytes,
+                       transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(r), 0})});
+    }
+    RUCCL_TRY(transports_[local]->exchange(sends, recvs, Clock::now() + timeout));
+    std::vector<multinode::Decoded> decoded(world_);
+    std::vector<const core::Request*> requests(world_);
+    std::vector<const Result<core::Geometry>*> locals(world_);
+    for (std::size_t r = 0; r < world_; ++r) {
+      if (r == me) {
+        requests[r] = &request;
+        locals[r] = &geometry;
+      } else {
+        decoded[r] = multinode::decode(theirs[r], world_);
+        requests[r] = &decoded[r].request;
+        locals[r] = &decoded[r].geometry;
+      }
+    }
+    return core::agree(requests, locals, seq);
+  }
+
+  std::unique_ptr<ring::RankRun> executor(std::size_t local, std::uint64_t seq, Work& work,
+                                          DeviceAdapter& adapter, const core::Plan& plan,
+                                          std::chrono::milliseconds timeout) override {
+    return std::make_unique<transport::TransportRun>(
+        *transports_[local], adapter, work, local, first_ + local, world_,
+        transport::TransportRunOptions{kDataComm, seq, plan.message_elements, timeout});
+  }
+
+ private:
+  std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
+  std::vector<std::unique_ptr<transport::Transport>> transports_;
+  const std::size_t first_;
+  const std::size_t world_;
+};
+
+// Each process's blob: for each local rank, an 8-byte length then its address.
+std::vector<std::byte> pack(const std::vector<std::unique_ptr<transport::Transport>>& ts) {
+  std::vector<std::byte> out;
+  for (const auto& t : ts) {
+    const std::vector<std::byte> a = t->address();
+    const std::uint64_t len = a.size();
+    const auto* p = reinterpret_cast<const std::byte*>(&len);
+    out.insert(out.end(), p, p + sizeof(len));
+    out.insert(out.end(), a.begin(), a.end());
+  }
+  return out;
+}
+
+Status unpack(const std::vector<std::byte>& blob, std::size_t count,
+              std::vector<std::vector<std::byte>>& out) {
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t len = 0;
+    if (at + sizeof(len) > blob.size()) return Status(ErrorCode::kInternal, "short address blob");
+    std::memcpy(&len, blob.data() + at, sizeof(len));
+    at += sizeof(len);
+    if (len > blob.size() - at) return Status(ErrorCode::kInternal, "short address blob");
+    out.emplace_back(blob.begin() + at, blob.begin() + at + len);
+    at += len;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<DeviceId> local_devices,
+                                                                Config config) {
+  if (local_devices.empty())
+    return Status(ErrorCode::kInvalidArgument, "a process needs at least one local device");
+  RUCCL_TRY(config.validate());
+  auto boot = bootstrap::mpi_world_bootstrap();
+  RUCCL_TRY(boot);
+  const std::size_t per_process = local_devices.size();
+  RUCCL_TRY(bootstrap::agree_on(*boot.value(), per_process, "devices per process"));
+  const bootstrap::Topology& topo = boot.value()->topology();
+  const std::size_t world = topo.processes * per_process;
+  const std::size_t first = topo.process * per_process;
+
+  std::vector<std::unique_ptr<transport::Transport>> transports;
+  for (std::size_t d = 0; d < per_process; ++d) {
+    auto t = transport::make_ucx_transport();
+    RUCCL_TRY(t);
+    transports.push_back(std::move(t.value()));
+  }
+  auto blobs = boot.value()->all_gather(pack(transports));
+  RUCCL_TRY(blobs);
+  std::vector<std::vector<std::byte>> addresses;
+  for (const auto& blob : blobs.value()) RUCCL_TRY(unpack(blob, per_process, addresses));
+  for (auto& t : transports)
+    RUCCL_TRY(t->connect(addresses, Clock::now() + config.timeout()));
+
+  auto adapter = make_adapter(local_devices.front().kind);
+  RUCCL_TRY(adapter);
+  auto spanning = std::make_unique<WorldSpanning>(std::move(boot.value()), std::move(transports),
+                                                  first, world);
+  return core::make_spanning_communicator(std::move(local_devices), adapter.value(),
+                                          std::move(config), std::move(spanning));
+}
+
+}  // namespace ruccl
