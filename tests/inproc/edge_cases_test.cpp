@@ -16,32 +16,21 @@ namespace {
 using namespace std::chrono_literals;
 
 // Host adapter whose prepare or exchange sleeps on chosen ranks.
-class SlowAdapter : public DeviceAdapter {
+class SlowAdapter : public HostForwardingAdapter {
  public:
   SlowAdapter(std::vector<std::chrono::milliseconds> prepare_delay,
               std::vector<std::chrono::milliseconds> exchange_delay)
       : prepare_delay_(std::move(prepare_delay)), exchange_delay_(std::move(exchange_delay)) {}
-  DeviceKind kind() const noexcept override { return DeviceKind::kHost; }
   Result<std::shared_ptr<AdapterState>> prepare(const TensorView& v, DeviceId d) override {
     std::this_thread::sleep_for(prepare_delay_[d.index]);
-    return inner_->prepare(v, d);
-  }
-  Status begin(Work& w, std::size_t r) override { return inner_->begin(w, r); }
-  Result<std::shared_ptr<void>> allocate(DeviceId d, std::size_t b) override { return inner_->allocate(d, b); }
-  Status copy(Work& w, std::size_t r, void* dst, const void* src, std::size_t n) override {
-    return inner_->copy(w, r, dst, src, n);
+    return HostForwardingAdapter::prepare(v, d);
   }
   Status exchange(Work& w, std::size_t r, std::span<const Transfer> in, Combine c) override {
     std::this_thread::sleep_for(exchange_delay_[r]);
-    return inner_->exchange(w, r, in, c);
+    return HostForwardingAdapter::exchange(w, r, in, c);
   }
-  Status scale(Work& w, std::size_t r, void* d, std::size_t n, std::size_t div) override {
-    return inner_->scale(w, r, d, n, div);
-  }
-  Status finish(Work& w, std::size_t r) override { return inner_->finish(w, r); }
 
  private:
-  std::shared_ptr<DeviceAdapter> inner_ = make_host_adapter();
   std::vector<std::chrono::milliseconds> prepare_delay_;
   std::vector<std::chrono::milliseconds> exchange_delay_;
 };

@@ -277,35 +277,27 @@ const char* verb_name(Verb v) {
 
 // Wraps the host adapter; on `fail_rank`, the `fail_at`-th call of `verb`
 // returns kDeviceError or throws.
-class FaultyAdapter : public DeviceAdapter {
+class FaultyAdapter : public HostForwardingAdapter {
  public:
   FaultyAdapter(Verb verb, std::size_t fail_rank, std::size_t fail_at, bool throws)
       : verb_(verb), fail_rank_(fail_rank), fail_at_(fail_at), throws_(throws) {}
-  DeviceKind kind() const noexcept override { return inner_->kind(); }
   Result<std::shared_ptr<AdapterState>> prepare(const TensorView& view, DeviceId device) override {
     // prepare has no rank argument: the device index is the rank here.
     RUCCL_TRY(maybe_fail(Verb::kPrepare, device.index));
-    return inner_->prepare(view, device);
-  }
-  Status begin(Work& work, std::size_t rank) override { return inner_->begin(work, rank); }
-  Result<std::shared_ptr<void>> allocate(DeviceId device, std::size_t bytes) override {
-    return inner_->allocate(device, bytes);
+    return HostForwardingAdapter::prepare(view, device);
   }
   Status copy(Work& work, std::size_t rank, void* dst, const void* src, std::size_t count) override {
     RUCCL_TRY(maybe_fail(Verb::kCopy, rank));
-    return inner_->copy(work, rank, dst, src, count);
+    return HostForwardingAdapter::copy(work, rank, dst, src, count);
   }
   Status exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
                   Combine combine) override {
     RUCCL_TRY(maybe_fail(Verb::kExchange, rank));
-    return inner_->exchange(work, rank, incoming, combine);
-  }
-  Status scale(Work& work, std::size_t rank, void* data, std::size_t count, std::size_t divisor) override {
-    return inner_->scale(work, rank, data, count, divisor);
+    return HostForwardingAdapter::exchange(work, rank, incoming, combine);
   }
   Status finish(Work& work, std::size_t rank) override {
     RUCCL_TRY(maybe_fail(Verb::kFinish, rank));
-    return inner_->finish(work, rank);
+    return HostForwardingAdapter::finish(work, rank);
   }
   bool fired() const { return fired_.load(); }
 
@@ -317,7 +309,6 @@ class FaultyAdapter : public DeviceAdapter {
     if (throws_) throw std::runtime_error("injected fault");
     return Status(ErrorCode::kDeviceError, "injected fault");
   }
-  std::shared_ptr<DeviceAdapter> inner_ = make_host_adapter();
   Verb verb_;
   std::size_t fail_rank_, fail_at_;
   bool throws_;

@@ -64,16 +64,9 @@ TEST(Timeout, LaterCollectiveNamesItsOwnSequenceNumber) {
 // ("views must stay valid until the call returns on this rank"): the adapter
 // records it if the stuck rank then still pulls from a returned peer (and skips
 // the read, so the test itself stays memory-safe).
-class StallingAdapter : public DeviceAdapter {
+class StallingAdapter : public HostForwardingAdapter {
  public:
   explicit StallingAdapter(std::size_t world) : returned_(world) {}
-  DeviceKind kind() const noexcept override { return DeviceKind::kHost; }
-  Result<std::shared_ptr<AdapterState>> prepare(const TensorView& v, DeviceId d) override { return inner_->prepare(v, d); }
-  Status begin(Work& w, std::size_t r) override { return inner_->begin(w, r); }
-  Result<std::shared_ptr<void>> allocate(DeviceId d, std::size_t b) override { return inner_->allocate(d, b); }
-  Status copy(Work& w, std::size_t r, void* dst, const void* src, std::size_t n) override {
-    return inner_->copy(w, r, dst, src, n);
-  }
   Status exchange(Work& w, std::size_t r, std::span<const Transfer> in, Combine c) override {
     if (r == 1 && !stalled_.exchange(true)) std::this_thread::sleep_for(900ms);
     for (const Transfer& t : in) {
@@ -85,12 +78,8 @@ class StallingAdapter : public DeviceAdapter {
         return Status(ErrorCode::kDeviceError, "late read skipped by the test adapter");
       }
     }
-    return inner_->exchange(w, r, in, c);
+    return HostForwardingAdapter::exchange(w, r, in, c);
   }
-  Status scale(Work& w, std::size_t r, void* d, std::size_t n, std::size_t div) override {
-    return inner_->scale(w, r, d, n, div);
-  }
-  Status finish(Work& w, std::size_t r) override { return inner_->finish(w, r); }
 
   void mark_returned(std::size_t rank) { returned_[rank] = true; }
   std::vector<std::string> late_reads() {
@@ -99,7 +88,6 @@ class StallingAdapter : public DeviceAdapter {
   }
 
  private:
-  std::shared_ptr<DeviceAdapter> inner_ = make_host_adapter();
   std::vector<std::atomic<bool>> returned_;
   std::atomic<bool> stalled_{false};
   std::mutex mutex_;

@@ -142,4 +142,31 @@ void check_bytes(Failures& f, std::size_t rank, const std::string& what, DataTyp
 
 bool contains(const std::string& haystack, const std::string& needle);
 
+// Forwards every verb to the host adapter; tests override the verbs they
+// delay, count or break.
+class HostForwardingAdapter : public DeviceAdapter {
+ public:
+  DeviceKind kind() const noexcept override { return inner_->kind(); }
+  Result<std::shared_ptr<AdapterState>> prepare(const TensorView& v, DeviceId d) override {
+    return inner_->prepare(v, d);
+  }
+  Status begin(Work& w, std::size_t r) override { return inner_->begin(w, r); }
+  Result<std::shared_ptr<void>> allocate(DeviceId d, std::size_t b) override {
+    return inner_->allocate(d, b);
+  }
+  Status copy(Work& w, std::size_t r, void* dst, const void* src, std::size_t n) override {
+    return inner_->copy(w, r, dst, src, n);
+  }
+  Status exchange(Work& w, std::size_t r, std::span<const Transfer> in, Combine c) override {
+    return inner_->exchange(w, r, in, c);
+  }
+  Status scale(Work& w, std::size_t r, void* d, std::size_t n, std::size_t div) override {
+    return inner_->scale(w, r, d, n, div);
+  }
+  Status finish(Work& w, std::size_t r) override { return inner_->finish(w, r); }
+
+ private:
+  std::shared_ptr<DeviceAdapter> inner_ = make_host_adapter();
+};
+
 }  // namespace ruccl::test
