@@ -28,7 +28,8 @@ class Config {
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring), RUCCL_LOCAL_ALGO (ring),
-  // RUCCL_NUM_DEVICES. An unparsable value is an error naming the variable.
+  // RUCCL_NUM_DEVICES, RUCCL_DEBUG (comma list; "lanes"). An unparsable value is
+  // an error naming the variable.
   static Result<Config> from_env();
   // Same, over `base` instead of the defaults.
   static Result<Config> from_env(Config base);
@@ -39,6 +40,7 @@ class Config {
   Config& with_timeout(std::chrono::milliseconds t) { timeout_ = t; return *this; }
   Config& with_local_strategy(LocalStrategy s) { local_ = s; return *this; }
   Config& with_global_strategy(GlobalStrategy s) { global_ = s; return *this; }
+  Config& with_log_lanes(bool on) { log_lanes_ = on; return *this; }
 
   // Number of local participating devices (ranks in this process).
   std::size_t num_devices() const { return num_devices_; }
@@ -51,6 +53,9 @@ class Config {
   std::chrono::milliseconds timeout() const { return timeout_; }
   LocalStrategy local_strategy() const { return local_; }
   GlobalStrategy global_strategy() const { return global_; }
+  // Communicators spanning processes print, at creation, one line per peer to
+  // stderr naming the UCX transports (lanes) that reach it (RUCCL_DEBUG=lanes).
+  bool log_lanes() const { return log_lanes_; }
 
   // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,
   // 0 < timeout <= kMaxTimeout).
@@ -66,6 +71,7 @@ class Config {
   std::chrono::milliseconds timeout_ = kDefaultTimeout;
   LocalStrategy local_ = LocalStrategy::kRing;
   GlobalStrategy global_ = GlobalStrategy::kHierarchical;
+  bool log_lanes_ = false;
 };
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 namespace ruccl {
 namespace {
@@ -72,6 +73,16 @@ Result<Config> Config::from_env(Config base) {
     if (std::string(v) != "ring") return bad_env("RUCCL_LOCAL_ALGO", v, "ring");
     c.local_ = LocalStrategy::kRing;
   }
+  if (const char* v = std::getenv("RUCCL_DEBUG")) {
+    std::string_view rest = v;
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      if (item == "lanes") c.log_lanes_ = true;
+      else if (!item.empty()) return bad_env("RUCCL_DEBUG", v, "a comma list of: lanes");
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+  }
   RUCCL_TRY(c.validate());
   return c;
 }
@@ -105,6 +116,7 @@ std::string Config::difference(const Config& other) const {
   field("timeout_ms", timeout_.count(), other.timeout_.count());
   field("local_strategy", static_cast<int>(local_), static_cast<int>(other.local_));
   field("global_strategy", static_cast<int>(global_), static_cast<int>(other.global_));
+  field("log_lanes", static_cast<int>(log_lanes_), static_cast<int>(other.log_lanes_));
   return out;
 }
 

@@ -4,6 +4,7 @@
 // runs the src/ring algorithms through TransportRun.
 #include "ruccl/world.hpp"
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -138,6 +139,15 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
   for (const auto& blob : blobs.value()) RUCCL_TRY(unpack(blob, per_process, addresses));
   for (auto& t : transports)
     RUCCL_TRY(t->connect(addresses, Clock::now() + config.timeout()));
+  if (config.log_lanes()) {
+    // One line per (local rank, peer): which UCX transports reach the peer,
+    // e.g. to confirm that ranks on other nodes are reached over tcp.
+    for (std::size_t d = 0; d < per_process; ++d)
+      for (std::size_t peer = 0; peer < world; ++peer)
+        std::fprintf(stderr, "ruccl lanes: rank %zu (node %zu) -> rank %zu (node %zu): %s\n",
+                     first + d, topo.node, peer, topo.node_of_process[peer / per_process],
+                     transports[d]->describe_lanes(peer).c_str());
+  }
 
   auto adapter = make_adapter(local_devices.front().kind);
   RUCCL_TRY(adapter);
