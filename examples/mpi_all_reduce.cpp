@@ -142,8 +142,9 @@ int main(int argc, char** argv) {
       if (!s.is_ok()) std::fprintf(stderr, "rank %zu: verdict: %s\n", rank, s.to_string().c_str());
       if (rank == 0) {
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        std::printf("mpi_all_reduce: %zu ranks (%zu per process), count %zu: %s (%d failed checks, %.1f ms)\n",
-                    c.world_size(), per_process, count, verdict[d] == 0 ? "PASSED" : "FAILED",
+        std::printf("mpi_all_reduce: %zu ranks (%zu per process), %s, count %zu: %s (%d failed checks, %.1f ms)\n",
+                    c.world_size(), per_process,
+                    std::string(global_strategy_name(c.config().global_strategy())).c_str(), count, verdict[d] == 0 ? "PASSED" : "FAILED",
                     s.is_ok() ? total : -1, ms);
       }
     });

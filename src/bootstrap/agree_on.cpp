@@ -36,7 +36,7 @@ std::string decode_host(const std::vector<std::byte>& blob) {
 
 }  // namespace
 
-Status agree_on(Bootstrap& bootstrap, std::size_t value, const char* what) {
+Status agree_on(Bootstrap& bootstrap, std::size_t value, const char* what, ErrorCode code) {
   return detail::guarded([&]() -> Status {
     const std::string name = what != nullptr ? what : "value";
     auto gathered = bootstrap.all_gather(encode(value, bootstrap.topology().hostname));
@@ -50,7 +50,7 @@ Status agree_on(Bootstrap& bootstrap, std::size_t value, const char* what) {
     for (std::size_t process = 1; process < blobs.size(); ++process) {
       const std::uint64_t mine = decode_value(blobs[process]);
       if (mine == first) continue;
-      return Status(ErrorCode::kDeviceCountMismatch,
+      return Status(code,
                     "process " + std::to_string(process) + " (host " + decode_host(blobs[process]) +
                         ") has " + std::to_string(mine) + " " + name + ", process 0 (host " +
                         decode_host(blobs[0]) + ") has " + std::to_string(first));

@@ -67,7 +67,9 @@ Result<std::unique_ptr<Bootstrap>> mpi_world_bootstrap();
 // difference, every process returns the same kDeviceCountMismatch naming the
 // first process (in process order) whose value differs from process 0's:
 //   "process 2 (host h1) has 3 devices per process, process 0 (host h0) has 2"
-// `what` names the value in that message ("devices per process").
-Status agree_on(Bootstrap& bootstrap, std::size_t value, const char* what);
+// `what` names the value in that message ("devices per process"); `code` is
+// the error's code.
+Status agree_on(Bootstrap& bootstrap, std::size_t value, const char* what,
+                ErrorCode code = ErrorCode::kDeviceCountMismatch);
 
 }  // namespace ruccl::bootstrap

@@ -92,11 +92,12 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
     job.rank = local;
     job.global_rank = rank;
     job.world = world;
-    std::unique_ptr<ring::RankRun> executor;
+    core::Executors executors;
     if (spanning) {
-      executor = spanning->executor(local, seq, generation.value()->work, *adapter,
-                                    generation.value()->plan.value(), config.timeout());
-      job.run = executor.get();
+      executors = spanning->executors(local, seq, req.kind, generation.value()->work, *adapter,
+                                      generation.value()->plan.value(), config.timeout());
+      job.run = executors.run.get();
+      job.across = executors.across.get();
     }
     job.request = &req;
     job.geometry = &geometry.value();

@@ -21,9 +21,12 @@ namespace {
 
 class InProcRun final : public ring::RankRun {
  public:
-  explicit InProcRun(const RankJob& job) : job_(job) {}
-  std::size_t rank() const override { return job_.global_rank; }
-  std::size_t world() const override { return job_.world; }
+  // `rank` of `world`: the whole in-process group (rank = global rank), or this
+  // process's level of a hierarchy (rank = local seat, world = local ranks).
+  InProcRun(const RankJob& job, std::size_t rank, std::size_t world)
+      : job_(job), rank_(rank), world_(world) {}
+  std::size_t rank() const override { return rank_; }
+  std::size_t world() const override { return world_; }
   // A pull is one range read straight from the peer's memory: no message, no
   // staging, so nothing to cut to the budget (executors that stage do cut).
   std::size_t message_elements() const override { return SIZE_MAX; }
@@ -37,11 +40,16 @@ class InProcRun final : public ring::RankRun {
       });
       job_.rendezvous->leave_device();
     }
+    return share(std::move(mine));
+  }
+  Status share(Status mine) override {
     return job_.rendezvous->barrier(job_.rank, std::move(mine), Clock::now() + job_.timeout);
   }
 
  private:
   const RankJob& job_;
+  const std::size_t rank_;
+  const std::size_t world_;
 };
 
 Shape with_rows(const Shape& shape, std::size_t rows) {
@@ -68,7 +76,7 @@ class RankExecution {
   Result<RankOutcome> run() {
     Status setup_status = guarded([&] { return setup(); });
     RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(setup_status), Clock::now() + job_.timeout));
-    InProcRun in_process(job_);
+    InProcRun in_process(job_, rank_, world_);
     ring::RankRun& run = job_.run != nullptr ? *job_.run : in_process;
     RUCCL_TRY(guarded([&] { return algorithm(run); }));
     Status done = guarded([&] { return complete(); });
@@ -194,7 +202,12 @@ class RankExecution {
 
   Status algorithm(ring::RankRun& run) {
     switch (req_.kind) {
-      case CollectiveKind::kAllReduce: return ring::ring_all_reduce(run, geo_.count, 1);
+      case CollectiveKind::kAllReduce:
+        if (job_.across != nullptr) {
+          InProcRun local(job_, local_, work_.world);
+          return ring::hierarchical_all_reduce(local, *job_.across, geo_.count, 1);
+        }
+        return ring::ring_all_reduce(run, geo_.count, 1);
       case CollectiveKind::kReduce: return ring::chain_reduce(run, segments(), plan_.root);
       case CollectiveKind::kBroadcast: return ring::chain_broadcast(run, segments(), plan_.root);
       case CollectiveKind::kAllGather: {

@@ -33,6 +33,10 @@ struct RankJob {
   std::size_t world = 0;
   // The step executor; null: the in-process executor (pulls through the adapter).
   ring::RankRun* run = nullptr;
+  // All-reduce only: the inter-process ring of this rank's local index. Set,
+  // the all-reduce is hierarchical: its local levels run in-process over the
+  // local group (rank = local seat), its middle level over `across`.
+  ring::RankRun* across = nullptr;
   const Request* request = nullptr;
   const Geometry* geometry = nullptr;
   Rendezvous::Generation* generation = nullptr;

@@ -17,6 +17,16 @@
 
 namespace ruccl::core {
 
+// The step executors of one rank for one collective.
+struct Executors {
+  // Runs the algorithm over every rank of the world. Null: the whole world is
+  // in this process, and the in-process executor runs it.
+  std::unique_ptr<ring::RankRun> run;
+  // Set for a hierarchical all-reduce: the ring across processes of this
+  // rank's local index (engine.hpp, RankJob::across).
+  std::unique_ptr<ring::RankRun> across;
+};
+
 class Spanning {
  public:
   virtual ~Spanning() = default;
@@ -27,11 +37,10 @@ class Spanning {
   virtual Result<Plan> agree_all(std::size_t local, std::uint64_t seq, const Request& request,
                                  const Result<Geometry>& geometry,
                                  std::chrono::milliseconds timeout) = 0;
-  // The step executor of `local` for collective `seq` over `work`.
-  virtual std::unique_ptr<ring::RankRun> executor(std::size_t local, std::uint64_t seq,
-                                                  Work& work, DeviceAdapter& adapter,
-                                                  const Plan& plan,
-                                                  std::chrono::milliseconds timeout) = 0;
+  // How `local` runs collective `seq` over `work`: see Executors.
+  virtual Executors executors(std::size_t local, std::uint64_t seq, CollectiveKind kind,
+                              Work& work, DeviceAdapter& adapter, const Plan& plan,
+                              std::chrono::milliseconds timeout) = 0;
 };
 
 // A communicator of this process's `devices` inside the world of `spanning`.

@@ -20,13 +20,19 @@ namespace {
 using transport::Clock;
 constexpr std::uint32_t kDataComm = 0;     // tag comm field of algorithm messages
 constexpr std::uint32_t kControlComm = 1;  // ... of fingerprint messages
+constexpr std::uint32_t kAcrossComm = 2;   // ... of a hierarchical all-reduce's inter-process rings
 
 class WorldSpanning final : public core::Spanning {
  public:
   WorldSpanning(std::unique_ptr<bootstrap::Bootstrap> boot,
                 std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
-                std::size_t world)
-      : bootstrap_(std::move(boot)), transports_(std::move(transports)), first_(first), world_(world) {}
+                std::size_t world, GlobalStrategy strategy)
+      : bootstrap_(std::move(boot)),
+        transports_(std::move(transports)),
+        first_(first),
+        world_(world),
+        per_process_(transports_.size()),
+        strategy_(strategy) {}
   ~WorldSpanning() override {
     transports_.clear();  // before the bootstrap, which may finalise MPI
   }
@@ -69,12 +75,30 @@ class WorldSpanning final : public core::Spanning {
     return core::agree(requests, locals, seq);
   }
 
-  std::unique_ptr<ring::RankRun> executor(std::size_t local, std::uint64_t seq, Work& work,
-                                          DeviceAdapter& adapter, const core::Plan& plan,
-                                          std::chrono::milliseconds timeout) override {
-    return std::make_unique<transport::TransportRun>(
+  // hierarchical (the default): ranks of this process read each other's memory
+  // in-process wherever the algorithm allows: the whole collective when the
+  // world is this process, the local levels of the all-reduce otherwise. Every
+  // other transfer, and all of them under flat_ring, is a UCX message.
+  core::Executors executors(std::size_t local, std::uint64_t seq, CollectiveKind kind,
+                            Work& work, DeviceAdapter& adapter, const core::Plan& plan,
+                            std::chrono::milliseconds timeout) override {
+    core::Executors out;
+    const std::size_t processes = world_ / per_process_;
+    if (strategy_ == GlobalStrategy::kHierarchical) {
+      if (processes == 1) return out;  // in-process throughout
+      if (kind == CollectiveKind::kAllReduce && per_process_ > 1) {
+        transport::TransportRunOptions o{kAcrossComm, seq, plan.message_elements, timeout};
+        o.peer_base = local;
+        o.peer_stride = per_process_;
+        out.across = std::make_unique<transport::TransportRun>(
+            *transports_[local], adapter, work, local, first_ / per_process_, processes, o);
+        return out;
+      }
+    }
+    out.run = std::make_unique<transport::TransportRun>(
         *transports_[local], adapter, work, local, first_ + local, world_,
         transport::TransportRunOptions{kDataComm, seq, plan.message_elements, timeout});
+    return out;
   }
 
  private:
@@ -82,6 +106,8 @@ class WorldSpanning final : public core::Spanning {
   std::vector<std::unique_ptr<transport::Transport>> transports_;
   const std::size_t first_;
   const std::size_t world_;
+  const std::size_t per_process_;
+  const GlobalStrategy strategy_;
 };
 
 // Each process's blob: for each local rank, an 8-byte length then its address.
@@ -123,6 +149,10 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
   RUCCL_TRY(boot);
   const std::size_t per_process = local_devices.size();
   RUCCL_TRY(bootstrap::agree_on(*boot.value(), per_process, "devices per process"));
+  // The strategy decides which messages exist: processes must not mix them.
+  RUCCL_TRY(bootstrap::agree_on(*boot.value(), static_cast<std::size_t>(config.global_strategy()),
+                                "as global strategy (RUCCL_ALGO; 0 hierarchical, 1 flat_ring)",
+                                ErrorCode::kInvalidArgument));
   const bootstrap::Topology& topo = boot.value()->topology();
   const std::size_t world = topo.processes * per_process;
   const std::size_t first = topo.process * per_process;
@@ -152,7 +182,7 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
   auto adapter = make_adapter(local_devices.front().kind);
   RUCCL_TRY(adapter);
   auto spanning = std::make_unique<WorldSpanning>(std::move(boot.value()), std::move(transports),
-                                                  first, world);
+                                                  first, world, config.global_strategy());
   return core::make_spanning_communicator(std::move(local_devices), adapter.value(),
                                           std::move(config), std::move(spanning));
 }

@@ -22,6 +22,11 @@ Status ring_reduce_scatter(RankRun& run, std::span<const Range> chunks);
 Status ring_all_gather(RankRun& run, std::span<const Range> chunks);
 // Reduce-scatter then all-gather, over balanced chunks of `units` units.
 Status ring_all_reduce(RankRun& run, std::size_t units, std::size_t unit);
+// Hierarchical all-reduce (see hierarchical_all_reduce.cpp): reduce-scatter
+// over `local`, all-reduce of this rank's shard over `across` (the ranks of
+// other processes with the same local index), all-gather over `local`.
+Status hierarchical_all_reduce(RankRun& local, RankRun& across, std::size_t units,
+                               std::size_t unit);
 // Pipelined chain from the root: every rank ends with the root's segments.
 Status chain_broadcast(RankRun& run, std::span<const Range> segments, std::size_t root);
 // Pipelined chain to the root: the root's buffer ends with the reduction. The

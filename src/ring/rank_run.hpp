@@ -27,6 +27,11 @@ class RankRun {
   // group's common outcome: if any rank failed, every rank gets that error.
   virtual Status step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
                       Combine combine) = 0;
+  // Every rank of the group passes its outcome of work done outside this group
+  // (e.g. another level of a hierarchy); all get the same result: the first
+  // failure, or ok. Blocking like step(). Executors whose group is one rank per
+  // step's peers only (a transport ring) return `mine`.
+  virtual Status share(Status mine) { return mine; }
 };
 
 }  // namespace ruccl::ring

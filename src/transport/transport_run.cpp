@@ -44,7 +44,7 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
     const std::uint64_t tag =
         make_tag({options_.comm, options_.seq, step_, static_cast<std::uint32_t>(rank_),
                   pieces_[t.peer]++});
-    send_ops_.push_back(SendOp{t.peer, source(t), t.src.count * es, tag});
+    send_ops_.push_back(SendOp{peer_of(t.peer), source(t), t.src.count * es, tag});
   }
   std::fill(pieces_.begin(), pieces_.end(), 0);
   std::size_t staged_count = 0;
@@ -67,7 +67,7 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
       into = staged_[staged_count++].data();
       staged_for_.push_back(&t);
     }
-    recv_ops_.push_back(RecvOp{t.peer, into, t.src.count * es, tag});
+    recv_ops_.push_back(RecvOp{peer_of(t.peer), into, t.src.count * es, tag});
   }
   ++step_;
   if (!self_.empty()) RUCCL_TRY(adapter_.exchange(work_, local_, self_, combine));

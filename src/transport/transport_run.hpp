@@ -31,11 +31,16 @@ struct TransportRunOptions {
   std::uint64_t seq = 0;           // collective sequence number (tag field)
   std::size_t message_elements = 1;  // from the byte budget (ring::message_elements)
   std::chrono::milliseconds timeout{0};  // deadline of each step's exchange
+  // The group's rank g is the transport's peer peer_base + g * peer_stride
+  // (a sub-ring of the world: e.g. the ranks with one local index).
+  std::size_t peer_base = 0;
+  std::size_t peer_stride = 1;
 };
 
 class TransportRun final : public ring::RankRun {
  public:
-  // `work` holds this rank's buffers at index `local`; `rank`/`world` are global.
+  // `work` holds this rank's buffers at index `local`; `rank`/`world` are the
+  // algorithm's (its group's: the world, or a sub-ring, see options).
   TransportRun(Transport& transport, DeviceAdapter& adapter, Work& work, std::size_t local,
                std::size_t rank, std::size_t world, TransportRunOptions options);
 
@@ -48,6 +53,9 @@ class TransportRun final : public ring::RankRun {
  private:
   const void* source(const Transfer& t) const;  // this rank's buffer a send reads
   bool staging(Combine combine) const;            // receive into staging, then combine?
+  std::size_t peer_of(std::size_t group_rank) const {
+    return options_.peer_base + group_rank * options_.peer_stride;
+  }
 
   Transport& transport_;
   DeviceAdapter& adapter_;
