@@ -97,9 +97,24 @@ Status write_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 void print_header(std::FILE* out, const Options& options, const Config& config,
-                  const std::optional<MemcpyBaseline>& memcpy_baseline) {
-  std::fprintf(out, "# ruccl-perf: %zu ranks (threads) on the host adapter, dtype %s\n",
-               options.ranks, std::string(dtype_name(options.dtype)).c_str());
+                  const std::optional<MemcpyBaseline>& memcpy_baseline,
+                  const std::optional<WorldInfo>& world) {
+  if (world) {
+    std::string algos;
+    for (const std::string& a : world->algos) algos += (algos.empty() ? "" : ", ") + a;
+    std::fprintf(out,
+                 "# ruccl-perf: world of %zu ranks (%zu processes x %zu devices) over UCX, "
+                 "dtype %s, algo %s%s\n",
+                 options.ranks, world->processes, world->devices_per_process,
+                 std::string(dtype_name(options.dtype)).c_str(), algos.c_str(),
+                 world->algos.size() > 1 ? " (interleaved per iteration)" : "");
+    std::fprintf(out,
+                 "# time: per iteration, the max over all ranks (ruccl all_reduce max after the "
+                 "timed loop); each call after an untimed ruccl barrier\n");
+  } else {
+    std::fprintf(out, "# ruccl-perf: %zu ranks (threads) on the host adapter, dtype %s\n",
+                 options.ranks, std::string(dtype_name(options.dtype)).c_str());
+  }
   std::fprintf(out,
                "# sizes %zu..%zu bytes x%zu, iters %zu, warmup %zu, check %d, "
                "max_chunk_bytes %zu, segment_bytes %zu\n",
@@ -107,14 +122,17 @@ void print_header(std::FILE* out, const Options& options, const Config& config,
                options.warmup, options.check ? 1 : 0, config.max_chunk_bytes(),
                config.segment_bytes());
   if (memcpy_baseline)
-    std::fprintf(out, "# memcpy %zu bytes: %.2f GB/s\n", memcpy_baseline->bytes,
-                 memcpy_baseline->gbps);
+    std::fprintf(out, "# memcpy %zu bytes: %.2f GB/s%s\n", memcpy_baseline->bytes,
+                 memcpy_baseline->gbps, world ? " (rank 0's process)" : "");
   std::fprintf(out, "#\n");
-  std::fprintf(out, "# %70s%61s\n", "out-of-place", "in-place");
+  const int shift = world ? 14 : 0;  // the algo column
+  std::fprintf(out, "# %*s%61s\n", 70 + shift, "out-of-place", "in-place");
   std::fprintf(out, "# %10s  %12s  %6s  %6s  %6s", "size", "count", "type", "redop", "root");
+  if (world) std::fprintf(out, "  %12s", "algo");
   for (int i = 0; i < 2; ++i)
     std::fprintf(out, "  %8s %8s %8s %6s %8s %8s", "time", "algbw", "busbw", "#wrong", "p50", "p99");
   std::fprintf(out, "\n# %10s  %12s  %6s  %6s  %6s", "(B)", "(elements)", "", "", "");
+  if (world) std::fprintf(out, "  %12s", "");
   for (int i = 0; i < 2; ++i)
     std::fprintf(out, "  %8s %8s %8s %6s %8s %8s", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)");
   std::fprintf(out, "\n");
@@ -132,6 +150,7 @@ void print_row(std::FILE* out, const Row& row) {
   const Case& c = row.c;
   std::fprintf(out, "  %10zu  %12zu  %6s  %6s  %6s", c.size_bytes, c.count,
                std::string(dtype_name(c.dtype)).c_str(), op_text(c).c_str(), root_text(c).c_str());
+  if (!row.algo.empty()) std::fprintf(out, "  %12s", row.algo.c_str());
   print_timing(out, row.out_of_place);
   print_timing(out, row.in_place);
   std::fprintf(out, "\n");
@@ -139,6 +158,18 @@ void print_row(std::FILE* out, const Row& row) {
     if (t->ran && !t->error.empty())
       std::fprintf(out, "# %s error: %s\n", t == &row.in_place ? "in-place" : "out-of-place",
                    t->error.c_str());
+  std::fflush(out);
+}
+
+void print_ratio(std::FILE* out, const Row& a, const Row& b) {
+  auto ratio = [](const Timing& x, const Timing& y) -> std::string {
+    if (!x.ran || !y.ran) return "N/A";
+    if (!x.error.empty() || !y.error.empty() || y.p50_us <= 0) return "-";
+    return fmt("%.3f", x.p50_us / y.p50_us);
+  };
+  std::fprintf(out, "# ratio of p50 times %s/%s: out-of-place %s, in-place %s\n", a.algo.c_str(),
+               b.algo.c_str(), ratio(a.out_of_place, b.out_of_place).c_str(),
+               ratio(a.in_place, b.in_place).c_str());
   std::fflush(out);
 }
 
@@ -172,7 +203,7 @@ bool any_error(const std::vector<Row>& rows) {
 
 Status write_json(const std::string& path, const Options& options, const Config& config,
                   const std::optional<MemcpyBaseline>& memcpy_baseline,
-                  const std::vector<Row>& rows) {
+                  const std::vector<Row>& rows, const std::optional<WorldInfo>& world) {
   std::ostringstream o;
   o << "{\n  \"tool\": \"ruccl-perf\",\n  \"ranks\": " << options.ranks
     << ",\n  \"iters\": " << options.iters << ",\n  \"warmup\": " << options.warmup
@@ -183,6 +214,13 @@ Status write_json(const std::string& path, const Options& options, const Config&
     o << "{\"bytes\": " << memcpy_baseline->bytes << ", \"gbps\": " << memcpy_baseline->gbps << "}";
   else
     o << "null";
+  if (world) {
+    o << ",\n  \"world\": {\"processes\": " << world->processes
+      << ", \"devices_per_process\": " << world->devices_per_process << ", \"algos\": [";
+    for (std::size_t i = 0; i < world->algos.size(); ++i)
+      o << (i ? ", " : "") << json_string(world->algos[i]);
+    o << "]}";
+  }
   o << ",\n  \"results\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Case& c = rows[i].c;
@@ -191,25 +229,29 @@ Status write_json(const std::string& path, const Options& options, const Config&
       << ", \"type\": " << json_string(dtype_name(c.dtype))
       << ", \"redop\": " << (c.op ? json_string(op_name(*c.op)) : "null")
       << ", \"root\": " << (c.root ? std::to_string(*c.root) : "null")
-      << ", \"ranks\": " << c.ranks
-      << ",\n     \"out_of_place\": " << json_timing(rows[i].out_of_place)
+      << ", \"ranks\": " << c.ranks;
+    if (!rows[i].algo.empty()) o << ", \"algo\": " << json_string(rows[i].algo);
+    o << ",\n     \"out_of_place\": " << json_timing(rows[i].out_of_place)
       << ",\n     \"in_place\": " << json_timing(rows[i].in_place) << "}";
   }
   o << "\n  ]\n}\n";
   return write_file(path, o.str());
 }
 
-Status write_csv(const std::string& path, const std::vector<Row>& rows) {
+Status write_csv(const std::string& path, const std::vector<Row>& rows, bool with_algo) {
   std::ostringstream o;
   o << "collective,size,count,type,redop,root,ranks,"
        "oop_time_us,oop_algbw_gbps,oop_busbw_gbps,oop_wrong,oop_p50_us,oop_p99_us,oop_error,"
-       "ip_time_us,ip_algbw_gbps,ip_busbw_gbps,ip_wrong,ip_p50_us,ip_p99_us,ip_error\n";
+       "ip_time_us,ip_algbw_gbps,ip_busbw_gbps,ip_wrong,ip_p50_us,ip_p99_us,ip_error"
+    << (with_algo ? ",algo\n" : "\n");
   for (const Row& row : rows) {
     const Case& c = row.c;
     o << kind_name(c.kind) << ',' << c.size_bytes << ',' << c.count << ','
       << dtype_name(c.dtype) << ',' << (c.op ? op_name(*c.op) : "") << ','
       << (c.root ? std::to_string(*c.root) : "") << ',' << c.ranks << ','
-      << csv_timing(row.out_of_place) << ',' << csv_timing(row.in_place) << '\n';
+      << csv_timing(row.out_of_place) << ',' << csv_timing(row.in_place);
+    if (with_algo) o << ',' << csv_field(row.algo);
+    o << '\n';
   }
   return write_file(path, o.str());
 }

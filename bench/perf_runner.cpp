@@ -4,12 +4,16 @@
 #include <barrier>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <string>
 
 #include "perf_data.hpp"
 #include "ruccl/device.hpp"
+#if RUCCL_PERF_WITH_WORLD
+#include "ruccl/world.hpp"
+#endif
 
 namespace ruccl::perf {
 
@@ -128,9 +132,11 @@ struct Runner::RankState {
   TensorView out_view;
   std::vector<std::size_t> send_counts;  // all_to_all_v
   std::vector<std::size_t> recv_counts;
-  std::vector<double> times_us;
+  std::vector<std::vector<double>> times_us;  // per lane: this rank's time of each iteration
+  std::vector<std::vector<double>> max_us;    // world, per lane: the max over all ranks
+  std::vector<std::uint64_t> wrong;           // per lane
+  std::int32_t token_in = 0, token_out = 0;   // world: the barrier's all_reduce
   Status status;
-  std::size_t wrong = 0;
 };
 
 namespace {
@@ -158,15 +164,30 @@ double percentile(const std::vector<double>& sorted, double p) {
 }  // namespace
 
 Runner::Runner(const Options& options, const Config& config,
-               std::shared_ptr<DeviceAdapter> adapter, std::shared_ptr<Communicator> comm)
+               std::shared_ptr<DeviceAdapter> adapter, std::vector<Lane> lanes, bool world)
     : options_(options),
       config_(config),
       adapter_(std::move(adapter)),
-      comm_(std::move(comm)),
-      ranks_(options.ranks),
-      pool_(options.ranks) {}
+      lanes_(std::move(lanes)),
+      world_(world),
+      ranks_(lanes_.front().comm->devices().size()),
+      pool_(lanes_.front().comm->devices().size()) {}
 
-Runner::~Runner() = default;
+Runner::~Runner() {
+  // The pool's threads are idle here. Destroy the communicators in reverse order
+  // of creation: in world mode the first one may own MPI (and finalise it).
+  while (!lanes_.empty()) lanes_.pop_back();
+}
+
+std::size_t Runner::world_size() const { return lanes_.front().comm->world_size(); }
+std::size_t Runner::first_rank() const { return lanes_.front().comm->first_rank(); }
+std::size_t Runner::local_ranks() const { return lanes_.front().comm->devices().size(); }
+
+std::vector<std::string> Runner::algos() const {
+  std::vector<std::string> names;
+  for (const Lane& lane : lanes_) names.push_back(lane.name);
+  return names;
+}
 
 Result<std::unique_ptr<Runner>> Runner::create(const Options& options, const Config& config) {
   std::vector<DeviceId> devices;
@@ -174,9 +195,34 @@ Result<std::unique_ptr<Runner>> Runner::create(const Options& options, const Con
   std::shared_ptr<DeviceAdapter> adapter = make_host_adapter();
   auto comm = Communicator::create(std::move(devices), adapter, config);
   if (!comm) return comm.status();
+  std::vector<Lane> lanes;
+  lanes.push_back({"", std::move(comm).value()});
   return std::unique_ptr<Runner>(
-      new Runner(options, config, std::move(adapter), std::move(comm).value()));
+      new Runner(options, config, std::move(adapter), std::move(lanes), false));
 }
+
+#if RUCCL_PERF_WITH_WORLD
+Result<std::unique_ptr<Runner>> Runner::create_world(const Options& options, const Config& config) {
+  std::vector<GlobalStrategy> algos = options.algos;
+  if (algos.empty()) algos.push_back(config.global_strategy());
+  std::vector<DeviceId> devices;
+  for (std::size_t d = 0; d < options.devices_per_process; ++d) devices.push_back(host_device(d));
+  // The communicators coexist: the first initialises MPI (and finalises it when
+  // destroyed, last); the later ones find MPI initialised and leave it alone.
+  std::vector<Lane> lanes;
+  for (GlobalStrategy algo : algos) {
+    Config c = config;
+    c.with_global_strategy(algo);
+    auto comm = create_world_communicator(devices, c);
+    if (!comm)
+      return Status(comm.status().code(), "create_world_communicator(" +
+                                              std::string(global_strategy_name(algo)) +
+                                              "): " + comm.status().message());
+    lanes.push_back({std::string(global_strategy_name(algo)), std::move(comm).value()});
+  }
+  return std::unique_ptr<Runner>(new Runner(options, config, nullptr, std::move(lanes), true));
+}
+#endif
 
 Status Runner::task_error(const Status& pool_status) const {
   if (!pool_status) return pool_status;
@@ -189,39 +235,54 @@ Status Runner::task_error(const Status& pool_status) const {
   return aborted ? *aborted : Status::ok();
 }
 
-Status Runner::renew_communicator() {
-  if (!comm_->aborted()) return Status::ok();
-  auto comm = Communicator::create(comm_->devices(), adapter_, config_);
-  if (!comm) return comm.status();
-  comm_ = std::move(comm).value();
+Status Runner::renew_communicators() {
+  for (Lane& lane : lanes_) {
+    if (!lane.comm->aborted()) continue;
+    // A world communicator is collective to create; after an error the run ends.
+    if (world_)
+      return Status(ErrorCode::kAborted,
+                    "the world communicator (" + lane.name + ") was aborted by an earlier error");
+    auto comm = Communicator::create(lane.comm->devices(), adapter_, config_);
+    if (!comm) return comm.status();
+    lane.comm = std::move(comm).value();
+  }
   return Status::ok();
 }
 
-Row Runner::run(const Case& c) {
-  Row row;
-  row.c = c;
-  row.out_of_place = measure(c, false);
-  if (kind_has_in_place(c.kind)) row.in_place = measure(c, true);
-  return row;
+std::vector<Row> Runner::run(const Case& c) {
+  std::vector<Timing> out_of_place = measure(c, false);
+  std::vector<Timing> in_place(lanes_.size());
+  if (kind_has_in_place(c.kind)) in_place = measure(c, true);
+  std::vector<Row> rows(lanes_.size());
+  for (std::size_t l = 0; l < lanes_.size(); ++l) {
+    rows[l].c = c;
+    rows[l].algo = lanes_[l].name;
+    rows[l].out_of_place = out_of_place[l];
+    rows[l].in_place = in_place[l];
+  }
+  return rows;
 }
 
-Timing Runner::measure(const Case& c, bool in_place) {
-  Timing timing;
-  timing.ran = true;
-  if (Status s = renew_communicator(); !s) {
-    timing.error = s.to_string();
-    return timing;
-  }
-  Communicator& comm = *comm_;
+std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
+  const std::size_t lanes = lanes_.size();
+  std::vector<Timing> timings(lanes);
+  for (Timing& t : timings) t.ran = true;
+  auto fail_all = [&](const Status& s) {
+    for (Timing& t : timings) t.error = s.to_string();
+    return timings;
+  };
+  if (Status s = renew_communicators(); !s) return fail_all(s);
   const DataModel model(c);
   const std::size_t elem = dtype_size(c.dtype);
-  const std::size_t n = c.ranks;
+  const std::size_t n = c.ranks;  // the global world
+  const std::size_t first = first_rank();
+  const std::size_t local_n = ranks_.size();
   const std::size_t root = c.root.value_or(0);
   // In place follows nccl-tests (and ruccl's engine): all_gather's input is block r
   // of rank r's output; reduce_scatter's output is block r of rank r's input.
   const bool gather_in_out = in_place && c.kind == CollectiveKind::kAllGather;
 
-  // Where rank's input goes, and where its result comes back.
+  // Where rank's input goes, and where its result comes back (rank: global).
   auto input_at = [&](RankState& st, std::size_t rank) -> std::byte* {
     return gather_in_out ? at(st.out, rank * c.chunk * elem) : at(st.in, 0);
   };
@@ -230,7 +291,7 @@ Timing Runner::measure(const Case& c, bool in_place) {
     if (c.kind == CollectiveKind::kReduceScatter) return at(st.in, rank * c.chunk * elem);
     return at(st.in, 0);
   };
-  auto call = [&](RankState& st, std::size_t rank) -> Status {
+  auto call = [&](Communicator& comm, RankState& st, std::size_t rank) -> Status {
     switch (c.kind) {
       case CollectiveKind::kAllReduce:
         return comm.all_reduce_into(rank, st.in_view, st.out_view, *c.op);
@@ -246,21 +307,36 @@ Timing Runner::measure(const Case& c, bool in_place) {
     }
     return Status(ErrorCode::kInternal, "unknown collective");
   };
-  auto fail = [&](RankState& st, std::size_t rank, const Status& s) {
-    st.status = s;
-    comm.abort("ruccl-perf: rank " + std::to_string(rank) + " failed: " + s.to_string());
+  // A failure aborts every communicator, so that this process's other ranks
+  // return from any collective they are blocked in (world mode: the other
+  // processes' ranks fail by their timeout).
+  auto fail = [&](RankState& st, std::size_t lane, std::size_t rank, const Status& s) {
+    const std::string where = lanes_[lane].name.empty() ? "" : lanes_[lane].name + ": ";
+    st.status = Status(s.code(), where + s.message());
+    for (Lane& l : lanes_)
+      l.comm->abort("ruccl-perf: rank " + std::to_string(rank) + " failed: " + s.to_string());
+  };
+  // World: every rank of every process gets the elementwise `op` of `in`.
+  auto agree = [&](std::size_t lane, RankState& st, std::size_t rank, void* in, void* out,
+                   DataType dtype, std::size_t count, ReduceOp op) -> bool {
+    const DeviceId device = lanes_[lane].comm->devices()[rank - first];
+    const Status s = lanes_[lane].comm->all_reduce_into(
+        rank, TensorView::of(in, dtype, count, device), TensorView::of(out, dtype, count, device), op);
+    if (!s) fail(st, lane, rank, s);
+    return s.is_ok();
   };
 
   // 1. Buffers, inputs and views (untimed).
   const std::size_t out_count = c.kind == CollectiveKind::kReduce ? c.count : model.output_count(0);
-  Status setup = pool_.run([&](std::size_t rank) {
-    RankState& st = ranks_[rank];
+  Status setup = pool_.run([&](std::size_t local) {
+    const std::size_t rank = first + local;
+    RankState& st = ranks_[local];
     st.status = Status::ok();
-    st.wrong = 0;
-    st.status = ensure_bytes(st.in, model.input_count() * elem, rank);
-    if (st.status) st.status = ensure_bytes(st.out, out_count * elem, rank);
+    st.wrong.assign(lanes, 0);
+    st.status = ensure_bytes(st.in, model.input_count() * elem, local);
+    if (st.status) st.status = ensure_bytes(st.out, out_count * elem, local);
     if (!st.status) return;
-    const DeviceId device = host_device(rank);
+    const DeviceId device = lanes_.front().comm->devices()[local];
     st.in_view = TensorView::of(input_at(st, rank), c.dtype, model.input_count(), device);
     st.out_view = TensorView::of(at(st.out, 0), c.dtype, out_count, device);
     if (in_place && !gather_in_out) st.out_view = st.in_view;
@@ -271,77 +347,99 @@ Timing Runner::measure(const Case& c, bool in_place) {
     model.fill_input(rank, input_at(st, rank));
   });
   setup = task_error(setup);
-  if (!setup) {
-    timing.error = setup.to_string();
-    return timing;
-  }
+  if (!setup) return fail_all(setup);
 
-  // 2. Warm-up and timed iterations; a barrier before each call, only the call timed.
+  // 2. Warm-up and timed iterations; a barrier before each call, only the call
+  //    timed; with several communicators, one call of each per iteration.
   const std::size_t iters = options_.iters;
   const std::size_t warmup = options_.warmup;
-  std::barrier sync(static_cast<std::ptrdiff_t>(n));
-  Status timed = pool_.run([&](std::size_t rank) {
-    RankState& st = ranks_[rank];
-    st.times_us.assign(iters, 0.0);
+  std::barrier sync(static_cast<std::ptrdiff_t>(local_n));
+  Status timed = pool_.run([&](std::size_t local) {
+    const std::size_t rank = first + local;
+    RankState& st = ranks_[local];
+    st.times_us.assign(lanes, std::vector<double>(iters, 0.0));
+    st.max_us.assign(lanes, std::vector<double>(iters, 0.0));
     for (std::size_t it = 0; it < warmup + iters; ++it) {
-      sync.arrive_and_wait();
-      const auto t0 = std::chrono::steady_clock::now();
-      const Status s = call(st, rank);
-      const auto t1 = std::chrono::steady_clock::now();
-      if (!s) {
-        fail(st, rank, s);
-        sync.arrive_and_drop();
-        return;
+      for (std::size_t l = 0; l < lanes; ++l) {
+        if (world_) {
+          if (!agree(l, st, rank, &st.token_in, &st.token_out, DataType::kI32, 1, ReduceOp::kMax))
+            return;
+        } else {
+          sync.arrive_and_wait();
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        const Status s = call(*lanes_[l].comm, st, rank);
+        const auto t1 = std::chrono::steady_clock::now();
+        if (!s) {
+          fail(st, l, rank, s);
+          if (!world_) sync.arrive_and_drop();
+          return;
+        }
+        if (it >= warmup)
+          st.times_us[l][it - warmup] = std::chrono::duration<double, std::micro>(t1 - t0).count();
       }
-      if (it >= warmup) st.times_us[it - warmup] = std::chrono::duration<double, std::micro>(t1 - t0).count();
     }
+    // World: the per-iteration max over every rank, with ruccl (off the timed path).
+    if (world_ && iters > 0)
+      for (std::size_t l = 0; l < lanes; ++l)
+        if (!agree(l, st, rank, st.times_us[l].data(), st.max_us[l].data(), DataType::kF64, iters,
+                   ReduceOp::kMax))
+          return;
   });
   timed = task_error(timed);
-  if (!timed) {
-    timing.error = timed.to_string();
-    return timing;
-  }
+  if (!timed) return fail_all(timed);
 
-  std::vector<double> per_iter(iters, 0.0);
-  for (std::size_t it = 0; it < iters; ++it)
-    for (const RankState& st : ranks_) per_iter[it] = std::max(per_iter[it], st.times_us[it]);
-  double total = 0;
-  for (double t : per_iter) total += t;
-  timing.mean_us = iters ? total / static_cast<double>(iters) : 0;
-  std::sort(per_iter.begin(), per_iter.end());
-  timing.p50_us = percentile(per_iter, 50);
-  timing.p99_us = percentile(per_iter, 99);
-  if (timing.mean_us > 0) {
-    timing.algbw_gbps = static_cast<double>(c.size_bytes) / timing.mean_us / 1e3;
-    timing.busbw_gbps = timing.algbw_gbps * bus_factor(c.kind, n);
-  }
-
-  // 3. Check: fresh inputs, poisoned outputs, one call, every element compared.
-  if (!options_.check) return timing;
-  Status checked = pool_.run([&](std::size_t rank) {
-    RankState& st = ranks_[rank];
-    model.fill_input(rank, input_at(st, rank));
-    if (!in_place) std::memset(at(st.out, 0), 0xa5, out_count * elem);
-    if (const Status s = call(st, rank); !s) {
-      fail(st, rank, s);
-      return;
+  for (std::size_t l = 0; l < lanes; ++l) {
+    Timing& timing = timings[l];
+    std::vector<double> per_iter(iters, 0.0);
+    for (std::size_t it = 0; it < iters; ++it)
+      for (const RankState& st : ranks_)
+        per_iter[it] = std::max(per_iter[it], world_ ? st.max_us[l][it] : st.times_us[l][it]);
+    double total = 0;
+    for (double t : per_iter) total += t;
+    timing.mean_us = iters ? total / static_cast<double>(iters) : 0;
+    std::sort(per_iter.begin(), per_iter.end());
+    timing.p50_us = percentile(per_iter, 50);
+    timing.p99_us = percentile(per_iter, 99);
+    if (timing.mean_us > 0) {
+      timing.algbw_gbps = static_cast<double>(c.size_bytes) / timing.mean_us / 1e3;
+      timing.busbw_gbps = timing.algbw_gbps * bus_factor(c.kind, n);
     }
-    st.wrong = model.count_wrong_output(rank, result_at(st, rank));
-    if (!in_place) st.wrong += model.count_wrong_input(rank, at(st.in, 0));
-    if (c.kind == CollectiveKind::kAllToAllV) {
-      if (st.recv_counts.size() != n) st.wrong += n;
-      else for (std::size_t got : st.recv_counts) st.wrong += got != c.chunk;
+  }
+
+  // 3. Check, each communicator in turn: fresh inputs, poisoned outputs, one
+  //    call, every element compared (world: the counts summed over all ranks).
+  if (!options_.check) return timings;
+  Status checked = pool_.run([&](std::size_t local) {
+    const std::size_t rank = first + local;
+    RankState& st = ranks_[local];
+    for (std::size_t l = 0; l < lanes; ++l) {
+      model.fill_input(rank, input_at(st, rank));
+      if (!in_place) std::memset(at(st.out, 0), 0xa5, out_count * elem);
+      if (const Status s = call(*lanes_[l].comm, st, rank); !s) {
+        fail(st, l, rank, s);
+        return;
+      }
+      std::uint64_t wrong = model.count_wrong_output(rank, result_at(st, rank));
+      if (!in_place) wrong += model.count_wrong_input(rank, at(st.in, 0));
+      if (c.kind == CollectiveKind::kAllToAllV) {
+        if (st.recv_counts.size() != n) wrong += n;
+        else for (std::size_t got : st.recv_counts) wrong += got != c.chunk;
+      }
+      st.wrong[l] = wrong;
+      if (world_ && !agree(l, st, rank, &wrong, &st.wrong[l], DataType::kU64, 1, ReduceOp::kSum))
+        return;
     }
   });
   checked = task_error(checked);
-  if (!checked) {
-    timing.error = checked.to_string();
-    return timing;
+  if (!checked) return fail_all(checked);
+  for (std::size_t l = 0; l < lanes; ++l) {
+    std::size_t wrong = 0;
+    if (world_) wrong = ranks_.front().wrong[l];  // already the sum over every rank
+    else for (const RankState& st : ranks_) wrong += st.wrong[l];
+    timings[l].wrong = wrong;
   }
-  std::size_t wrong = 0;
-  for (const RankState& st : ranks_) wrong += st.wrong;
-  timing.wrong = wrong;
-  return timing;
+  return timings;
 }
 
 }  // namespace ruccl::perf

@@ -1,7 +1,7 @@
 // ruccl-perf's measurement: persistent rank threads and the timed loops.
 //
-// One thread per rank is created once (RankPool) and reused for every case, so
-// thread creation is never timed. A case runs as one task on every rank:
+// One thread per local rank is created once (RankPool) and reused for every
+// case, so thread creation is never timed. A case runs as one task on every rank:
 //   warm-up   w calls, each after a barrier of all ranks;
 //   timed     n calls, each after a barrier; the call alone is timed on each
 //             rank with steady_clock, and an iteration's time is the max over
@@ -9,6 +9,23 @@
 //   check     inputs re-generated, outputs poisoned, one more call, and every
 //             element compared with the closed form (perf_data.hpp).
 // Out-of-place and in-place are measured separately, each with its own check.
+//
+// Two kinds of runner:
+//   in-process  one Communicator of --ranks host devices; the barrier is a
+//               std::barrier of the rank threads, and the per-iteration max is
+//               taken over the threads' times.
+//   world       (built with ruccl::multinode) one world communicator per
+//               --algo strategy, over the processes of mpirun, D local ranks each
+//               (global rank = first_rank() + local index). No MPI on the timed
+//               path: the barrier before each call is a ruccl all_reduce (Max) of
+//               one i32 on the communicator about to be timed (untimed), and
+//               after the timed loop every rank all-reduces (Max, f64) its vector
+//               of n per-iteration times with ruccl, so every rank holds the
+//               per-iteration max over all ranks of all processes. Wrong-element
+//               counts are summed the same way (Sum, u64). With several
+//               strategies ("both") the calls interleave per iteration:
+//               A B A B ..., each after its own barrier, so that both see the
+//               same machine noise; each is checked separately afterwards.
 #pragma once
 
 #include <condition_variable>
@@ -66,26 +83,45 @@ class Runner {
  public:
   // A communicator of options.ranks host devices over the host adapter.
   static Result<std::unique_ptr<Runner>> create(const Options& options, const Config& config);
+#if RUCCL_PERF_WITH_WORLD
+  // Collective over MPI_COMM_WORLD: one world communicator per strategy of
+  // options.algos (the Config's when empty), options.devices_per_process host
+  // devices each. The first one created initialises MPI and is destroyed last.
+  static Result<std::unique_ptr<Runner>> create_world(const Options& options, const Config& config);
+#endif
   ~Runner();
 
-  // Measures out-of-place, then in-place (where the collective has it).
-  Row run(const Case& c);
+  bool world() const { return world_; }
+  std::size_t world_size() const;   // global ranks (in-process: options.ranks)
+  std::size_t first_rank() const;   // this process's first global rank (in-process: 0)
+  std::size_t local_ranks() const;  // ranks (threads) of this process
+  // The label of each communicator, in measuring order ("" in-process).
+  std::vector<std::string> algos() const;
+
+  // Measures out-of-place, then in-place (where the collective has it): one row
+  // per communicator, in algos() order.
+  std::vector<Row> run(const Case& c);
 
  private:
   struct RankState;
+  struct Lane {
+    std::string name;                     // the strategy ("" in-process)
+    std::shared_ptr<Communicator> comm;
+  };
   Runner(const Options& options, const Config& config, std::shared_ptr<DeviceAdapter> adapter,
-         std::shared_ptr<Communicator> comm);
-  Timing measure(const Case& c, bool in_place);
-  Status renew_communicator();
+         std::vector<Lane> lanes, bool world);
+  std::vector<Timing> measure(const Case& c, bool in_place);
+  Status renew_communicators();
   // The error to report for a task: a rank's own failure rather than the
   // kAborted its abort caused on the others; ok when every rank succeeded.
   Status task_error(const Status& pool_status) const;
 
   Options options_;
   Config config_;
-  std::shared_ptr<DeviceAdapter> adapter_;
-  std::shared_ptr<Communicator> comm_;
-  std::vector<RankState> ranks_;
+  std::shared_ptr<DeviceAdapter> adapter_;  // in-process only (renewal)
+  std::vector<Lane> lanes_;                 // world: lanes_[0] may own MPI; destroyed last
+  bool world_ = false;
+  std::vector<RankState> ranks_;            // per local rank
   RankPool pool_;  // last: its threads use everything above; joined first
 };
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ruccl/communicator.hpp"
+#include "ruccl/config.hpp"
 #include "ruccl/types.hpp"
 
 namespace ruccl::perf {
@@ -32,7 +33,18 @@ double bus_factor(CollectiveKind kind, std::size_t ranks);
 
 struct Options {
   std::vector<CollectiveKind> collectives{CollectiveKind::kAllReduce};
+  // In-process: the ranks (threads). World mode: set to the world size once the
+  // world communicator exists (every Case is planned with the global n).
   std::size_t ranks = 2;
+  bool ranks_given = false;             // --ranks on the command line
+  // World mode (--world): the communicator of create_world_communicator across
+  // the processes of mpirun, devices_per_process host devices (threads) each.
+  bool world = false;
+  std::size_t devices_per_process = 1;
+  bool devices_given = false;           // --devices-per-process on the command line
+  // --algo: the global strategies to measure, interleaved (empty: the Config's,
+  // i.e. RUCCL_ALGO or hierarchical). World mode only.
+  std::vector<GlobalStrategy> algos;
   std::size_t min_bytes = std::size_t{32} << 20;
   std::size_t max_bytes = std::size_t{32} << 20;
   std::size_t step_factor = 2;
@@ -66,6 +78,7 @@ struct Case {
 struct Timing {
   bool ran = false;          // false: not applicable (in-place all_to_all_v) or skipped
   double mean_us = 0;        // mean over iterations of the per-iteration max across ranks
+                             // (world mode: across every rank of every process)
   double p50_us = 0;
   double p99_us = 0;
   double algbw_gbps = 0;     // size / mean time, 1e9 bytes per second
@@ -76,8 +89,16 @@ struct Timing {
 
 struct Row {
   Case c;
+  std::string algo;  // world mode: the global strategy's name; empty in-process
   Timing out_of_place;
   Timing in_place;
+};
+
+// World mode: what the header and the JSON say about the world.
+struct WorldInfo {
+  std::size_t processes = 0;
+  std::size_t devices_per_process = 0;
+  std::vector<std::string> algos;  // measured interleaved, in this order
 };
 
 struct MemcpyBaseline {

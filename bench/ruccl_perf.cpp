@@ -1,20 +1,28 @@
 // ruccl-perf: bandwidth and latency of ruccl's collectives, modelled on nccl-tests.
 //
-// Runs the in-process host path: `--ranks` threads, one per host device rank, on
-// one Communicator. For each collective, reduction op and size of the sweep it
-// measures out-of-place and in-place, checks every element (-c 1), and prints
-// the nccl-tests table (see perf_report.hpp). Exit status: 0 when every call
-// succeeded and every checked element was right, 1 otherwise, 2 on bad usage.
+// In-process mode (default): `--ranks` threads, one per host device rank, on one
+// Communicator. World mode (--world, built with ruccl::multinode): run under
+// mpirun; every process drives --devices-per-process host devices, one thread
+// each, on the world communicator (P x D ranks over UCX), and global rank 0
+// prints. For each collective, reduction op and size of the sweep it measures
+// out-of-place and in-place, checks every element (-c 1), and prints the
+// nccl-tests table (see perf_report.hpp, and perf_runner.hpp for how the times
+// are taken). Exit status: 0 when every call succeeded and every checked element
+// was right, 1 otherwise, 2 on bad usage.
 //
 // Example: ruccl-perf --coll all_reduce --ranks 4 -b 8 -e 64M -f 4 -n 20 -w 5
+//          mpirun -np 2 ruccl-perf --world --devices-per-process 2 --algo both -b 1M -e 64M -f 8
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,10 +41,21 @@ constexpr int kExitUsage = 2;
 
 void print_usage(std::FILE* to) {
   std::fprintf(to,
-      "usage: ruccl-perf [options]\n"
+      "usage: ruccl-perf [options]                              (in-process)\n"
+      "       mpirun -np P ruccl-perf --world [--devices-per-process D]\n"
+      "                  [--algo hierarchical|flat_ring|both] [options]  (world)\n"
       "  -o, --op-kind, --coll NAME  all_reduce|broadcast|reduce|all_gather|reduce_scatter|\n"
       "                              all_to_all_v|all (default all_reduce)\n"
-      "      --ranks N               ranks (threads), 1..1024 (default 2)\n"
+      "      --ranks N               in-process ranks (threads), 1..1024 (default 2)\n"
+      "      --world                 world mode: the world communicator across the mpirun\n"
+      "                              processes (needs a build with ruccl::multinode, i.e.\n"
+      "                              MPI and UCX); global rank 0 prints\n"
+      "      --devices-per-process D world mode: host devices (threads) per process\n"
+      "                              (default 1); the world has P x D ranks\n"
+      "      --algo NAME             world mode: hierarchical|flat_ring|both (default\n"
+      "                              RUCCL_ALGO, else hierarchical); both measures the two\n"
+      "                              communicators interleaved per iteration and prints\n"
+      "                              the ratio of their p50 times\n"
       "  -b, --minbytes SIZE         smallest size (default 32M); suffixes K, M, G (x1024)\n"
       "  -e, --maxbytes SIZE         largest size (default 32M)\n"
       "  -f, --stepfactor N          size multiplication factor (default 2)\n"
@@ -52,8 +71,12 @@ void print_usage(std::FILE* to) {
       "                              largest size before the table (default on)\n"
       "  -h, --help\n"
       "size is nccl-tests': all_gather's output bytes, reduce_scatter's input bytes,\n"
-      "all_to_all_v's per-rank send bytes, else the tensor bytes. RUCCL_* environment\n"
-      "variables (Config::from_env) apply, e.g. RUCCL_SEGMENT_BYTES.\n");
+      "all_to_all_v's per-rank send bytes, else the tensor bytes. busbw = algbw x the\n"
+      "nccl-tests factor of n = all ranks (all_reduce 2(n-1)/n; all_gather,\n"
+      "reduce_scatter, all_to_all_v (n-1)/n; broadcast, reduce 1). time = mean over\n"
+      "iterations of the per-iteration max over all ranks. RUCCL_* environment\n"
+      "variables (Config::from_env) apply, e.g. RUCCL_SEGMENT_BYTES; world mode's\n"
+      "timeout defaults to 60 s (RUCCL_TIMEOUT).\n");
 }
 
 std::optional<std::size_t> parse_count(std::string_view text) {
@@ -119,7 +142,23 @@ std::vector<Flag> make_flags(Options& o, bool& help) {
          o.collectives = {*kind};
          return std::nullopt;
        }},
-      {0, {"ranks"}, true, count_into(o.ranks, 1, "--ranks")},
+      {0, {"ranks"}, true, [&o, ranks = count_into(o.ranks, 1, "--ranks")](std::string_view v) {
+         o.ranks_given = true;
+         return ranks(v);
+       }},
+      {0, {"world"}, false, [&o](std::string_view) { o.world = true; return std::optional<std::string>(); }},
+      {0, {"devices-per-process"}, true,
+       [&o, devices = count_into(o.devices_per_process, 1, "--devices-per-process")](std::string_view v) {
+         o.devices_given = true;
+         return devices(v);
+       }},
+      {0, {"algo"}, true, [&o](std::string_view v) -> std::optional<std::string> {
+         if (v == "hierarchical") o.algos = {GlobalStrategy::kHierarchical};
+         else if (v == "flat_ring") o.algos = {GlobalStrategy::kFlatRing};
+         else if (v == "both") o.algos = {GlobalStrategy::kHierarchical, GlobalStrategy::kFlatRing};
+         else return "--algo needs hierarchical, flat_ring or both";
+         return std::nullopt;
+       }},
       {'b', {"minbytes", "min-bytes"}, true, bytes_into(o.min_bytes, "-b")},
       {'e', {"maxbytes", "max-bytes"}, true, bytes_into(o.max_bytes, "-e")},
       {'f', {"stepfactor"}, true, count_into(o.step_factor, 1, "-f")},
@@ -193,7 +232,15 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o, bool& h
   if (o.ranks > 1024) return "--ranks must be at most 1024";
   if (o.min_bytes > o.max_bytes) return "-b must not exceed -e";
   if (o.step_factor < 2 && o.min_bytes < o.max_bytes) return "-f must be >= 2 for a sweep";
-  if (o.root >= o.ranks) return "--root must be below --ranks";
+  if (o.world) {
+    if (o.ranks_given) return "--ranks is for in-process mode; with --world use --devices-per-process";
+    if (o.devices_per_process > 1024) return "--devices-per-process must be at most 1024";
+    // --root is checked against the world size once the world exists.
+  } else {
+    if (o.devices_given) return "--devices-per-process needs --world";
+    if (!o.algos.empty()) return "--algo needs --world";
+    if (o.root >= o.ranks) return "--root must be below --ranks";
+  }
   return std::nullopt;
 }
 
@@ -241,25 +288,57 @@ int main(int argc, char** argv) {
     print_usage(stdout);
     return 0;
   }
+#if !RUCCL_PERF_WITH_WORLD
+  if (options.world) {
+    std::fprintf(stderr,
+                 "ruccl-perf: --world needs ruccl::multinode (the MPI bootstrap and the UCX "
+                 "transport), and this ruccl-perf was built without it: CMake found no MPI or "
+                 "no UCX (see its 'ruccl: MPI=... UCX=...' line). The in-process mode (--ranks) "
+                 "works in every build.\n");
+    return kExitUsage;
+  }
+#endif
 
-  auto env = Config::from_env();
+  // World mode: a shorter timeout than the library's, so a lost peer ends the run.
+  auto env = options.world ? Config::from_env(Config().with_timeout(std::chrono::seconds(60)))
+                           : Config::from_env();
   if (!env) {
     std::fprintf(stderr, "ruccl-perf: %s\n", env.status().to_string().c_str());
     return kExitUsage;
   }
   Config config = env.value();
-  config.with_num_devices(options.ranks);
+  config.with_num_devices(options.world ? options.devices_per_process : options.ranks);
   if (options.max_chunk_bytes) config.with_max_chunk_bytes(*options.max_chunk_bytes);
   if (const Status valid = config.validate(); !valid) {
     std::fprintf(stderr, "ruccl-perf: %s\n", valid.to_string().c_str());
     return kExitUsage;
   }
 
-  auto runner = Runner::create(options, config);
+  Result<std::unique_ptr<Runner>> runner = Status(ErrorCode::kInternal, "no runner");
+#if RUCCL_PERF_WITH_WORLD
+  if (options.world) runner = Runner::create_world(options, config);
+  else
+#endif
+    runner = Runner::create(options, config);
   if (!runner) {
     std::fprintf(stderr, "ruccl-perf: %s\n", runner.status().to_string().c_str());
     return kExitFailed;
   }
+  Runner& run = *runner.value();
+  std::optional<WorldInfo> world;
+  if (run.world()) {
+    options.ranks = run.world_size();  // every Case is planned for the global n
+    world = WorldInfo{run.world_size() / run.local_ranks(), run.local_ranks(), run.algos()};
+  }
+  // Only global rank 0 prints the table (in-process: the only process).
+  const bool printer = run.first_rank() == 0;
+  std::FILE* const out = printer ? stdout : nullptr;
+  auto usage_error = [&](const char* message) {
+    if (printer) std::fprintf(stderr, "ruccl-perf: %s\n", message);
+    return kExitUsage;
+  };
+  if (run.world() && options.root >= options.ranks)
+    return usage_error("--root must be below the world size");
 
   std::vector<std::vector<Case>> plan;
   std::size_t total = 0;
@@ -269,47 +348,58 @@ int main(int argc, char** argv) {
     total += plan.back().size();
     for (const Case& c : plan.back()) largest = std::max(largest, c.size_bytes);
   }
-  if (total == 0) {
-    std::fprintf(stderr, "ruccl-perf: nothing to measure (sizes below one element per rank, or "
-                         "dtype bytes with only reducing collectives)\n");
-    return kExitUsage;
-  }
+  if (total == 0)
+    return usage_error("nothing to measure (sizes below one element per rank, or dtype bytes "
+                       "with only reducing collectives)");
   std::optional<MemcpyBaseline> baseline;
   if (options.memcpy_baseline) {
+    // World mode: every process measures (at about the same time), rank 0's is printed.
     const std::size_t reps = std::clamp<std::size_t>((std::size_t{256} << 20) / largest, 5, 1000);
     baseline = measure_memcpy(largest, reps);
   }
-  print_header(stdout, options, config, baseline);
+  if (out) print_header(out, options, config, baseline, world);
 
-  const bool progress = isatty(STDERR_FILENO) != 0;
+  const bool progress = printer && isatty(STDERR_FILENO) != 0;
+  const std::size_t lanes = run.algos().size();
   std::vector<Row> rows;
-  for (std::size_t k = 0; k < plan.size(); ++k) {
-    print_section(stdout, options.collectives[k]);
-    if (plan[k].empty())
-      print_note(stdout, kind_reduces(options.collectives[k]) && options.dtype == DataType::kBytes
-                             ? "skipped: dtype bytes cannot be reduced"
-                             : "skipped: every size is below one element per rank");
+  bool stopped = false;
+  for (std::size_t k = 0; k < plan.size() && !stopped; ++k) {
+    if (out) print_section(out, options.collectives[k]);
+    if (out && plan[k].empty())
+      print_note(out, kind_reduces(options.collectives[k]) && options.dtype == DataType::kBytes
+                          ? "skipped: dtype bytes cannot be reduced"
+                          : "skipped: every size is below one element per rank");
     for (const Case& c : plan[k]) {
       if (progress) {
-        std::fprintf(stderr, "\r[%zu/%zu] %s %zu bytes...", rows.size() + 1, total,
+        std::fprintf(stderr, "\r[%zu/%zu] %s %zu bytes...", rows.size() / lanes + 1, total,
                      std::string(kind_name(c.kind)).c_str(), c.size_bytes);
         std::fflush(stderr);
       }
-      rows.push_back((*runner)->run(c));
+      const std::vector<Row> measured = run.run(c);
       if (progress) std::fprintf(stderr, "\r\033[K");
-      print_row(stdout, rows.back());
+      for (const Row& row : measured) {
+        if (out) print_row(out, row);
+        rows.push_back(row);
+      }
+      if (out && measured.size() == 2) print_ratio(out, measured[0], measured[1]);
+      // A world communicator cannot be renewed after an error: the run ends.
+      if (run.world() && any_error(measured)) {
+        if (out) print_note(out, "stopped: the world communicator failed");
+        stopped = true;
+        break;
+      }
     }
   }
-  print_footer(stdout, rows);
+  if (out) print_footer(out, rows);
 
   int status = any_error(rows) ? kExitFailed : 0;
-  if (!options.json_path.empty())
-    if (const Status s = write_json(options.json_path, options, config, baseline, rows); !s) {
+  if (printer && !options.json_path.empty())
+    if (const Status s = write_json(options.json_path, options, config, baseline, rows, world); !s) {
       std::fprintf(stderr, "ruccl-perf: %s\n", s.to_string().c_str());
       status = kExitFailed;
     }
-  if (!options.csv_path.empty())
-    if (const Status s = write_csv(options.csv_path, rows); !s) {
+  if (printer && !options.csv_path.empty())
+    if (const Status s = write_csv(options.csv_path, rows, run.world()); !s) {
       std::fprintf(stderr, "ruccl-perf: %s\n", s.to_string().c_str());
       status = kExitFailed;
     }

@@ -6,7 +6,7 @@ set -euo pipefail
 
 # MPI and UCX are optional parts of ruccl; the packages let their tests run.
 RUCCL_PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev
-                openmpi-bin libopenmpi-dev libucx-dev ucx-utils)
+                openmpi-bin libopenmpi-dev libucx-dev ucx-utils iproute2 util-linux)
 
 ruccl_setup() {
   local missing=()
