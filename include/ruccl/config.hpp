@@ -28,8 +28,8 @@ class Config {
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring), RUCCL_LOCAL_ALGO (ring),
-  // RUCCL_NUM_DEVICES, RUCCL_DEBUG (comma list; "lanes"). An unparsable value is
-  // an error naming the variable.
+  // RUCCL_NUM_DEVICES, RUCCL_INTRA_NODE_TRANSPORT (shm|tcp), RUCCL_DEBUG (comma
+  // list; "lanes"). An unparsable value is an error naming the variable.
   static Result<Config> from_env();
   // Same, over `base` instead of the defaults.
   static Result<Config> from_env(Config base);
@@ -41,6 +41,7 @@ class Config {
   Config& with_local_strategy(LocalStrategy s) { local_ = s; return *this; }
   Config& with_global_strategy(GlobalStrategy s) { global_ = s; return *this; }
   Config& with_log_lanes(bool on) { log_lanes_ = on; return *this; }
+  Config& with_intra_node_shared_memory(bool on) { intra_node_shm_ = on; return *this; }
 
   // Number of local participating devices (ranks in this process).
   std::size_t num_devices() const { return num_devices_; }
@@ -56,6 +57,13 @@ class Config {
   // Communicators spanning processes print, at creation, one line per peer to
   // stderr naming the UCX transports (lanes) that reach it (RUCCL_DEBUG=lanes).
   bool log_lanes() const { return log_lanes_; }
+  // Between processes of one node (RUCCL_INTRA_NODE_TRANSPORT): true (shm, the
+  // default): UCX may use shared memory (sysv/posix + cma), but a crashed
+  // process on the same node surfaces as kTimeout at the deadline; false (tcp):
+  // UCX peer-failure detection on every endpoint, which UCX 1.13 serves only
+  // over tcp (loopback): a dead peer is kPeerFailure at once, small messages
+  // take about 4x longer.
+  bool intra_node_shared_memory() const { return intra_node_shm_; }
 
   // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,
   // 0 < timeout <= kMaxTimeout).
@@ -72,6 +80,7 @@ class Config {
   LocalStrategy local_ = LocalStrategy::kRing;
   GlobalStrategy global_ = GlobalStrategy::kHierarchical;
   bool log_lanes_ = false;
+  bool intra_node_shm_ = true;
 };
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept;

@@ -73,6 +73,12 @@ Result<Config> Config::from_env(Config base) {
     if (std::string(v) != "ring") return bad_env("RUCCL_LOCAL_ALGO", v, "ring");
     c.local_ = LocalStrategy::kRing;
   }
+  if (const char* v = std::getenv("RUCCL_INTRA_NODE_TRANSPORT")) {
+    const std::string s = v;
+    if (s == "shm") c.intra_node_shm_ = true;
+    else if (s == "tcp") c.intra_node_shm_ = false;
+    else return bad_env("RUCCL_INTRA_NODE_TRANSPORT", s, "shm or tcp");
+  }
   if (const char* v = std::getenv("RUCCL_DEBUG")) {
     std::string_view rest = v;
     while (!rest.empty()) {
@@ -117,6 +123,8 @@ std::string Config::difference(const Config& other) const {
   field("local_strategy", static_cast<int>(local_), static_cast<int>(other.local_));
   field("global_strategy", static_cast<int>(global_), static_cast<int>(other.global_));
   field("log_lanes", static_cast<int>(log_lanes_), static_cast<int>(other.log_lanes_));
+  field("intra_node_shared_memory", static_cast<int>(intra_node_shm_),
+        static_cast<int>(other.intra_node_shm_));
   return out;
 }
 

@@ -157,9 +157,14 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
   const std::size_t world = topo.processes * per_process;
   const std::size_t first = topo.process * per_process;
 
+  // Endpoints to ranks on this node skip peer-failure detection (shared memory).
+  transport::TransportOptions options;
+  if (config.intra_node_shared_memory())
+    for (std::size_t peer = 0; peer < world; ++peer)
+      options.unwatched_peers.push_back(topo.node_of_process[peer / per_process] == topo.node);
   std::vector<std::unique_ptr<transport::Transport>> transports;
   for (std::size_t d = 0; d < per_process; ++d) {
-    auto t = transport::make_ucx_transport();
+    auto t = transport::make_ucx_transport(options);
     RUCCL_TRY(t);
     transports.push_back(std::move(t.value()));
   }

@@ -112,6 +112,14 @@ struct TransportOptions {
   // Set to true from any thread to make a blocked exchange()/connect()/close()
   // return kAborted. Must outlive the transport. Null: no abort.
   const std::atomic<bool>* abort = nullptr;
+  // Peers (by connect() index) whose endpoints skip UCX peer-failure detection,
+  // so that UCX may reach them over shared memory: UCX 1.13 gives endpoints
+  // with UCP_ERR_HANDLING_MODE_PEER network transports only (tcp, also on
+  // loopback). A dead peer among these is not reported as kPeerFailure: waits
+  // on it end with kTimeout at their deadline, and cancelling a send to it
+  // flush-closes the endpoint (bounded) instead of force-closing it. Empty:
+  // every peer is watched.
+  std::vector<bool> unwatched_peers;
 };
 
 // A UCX transport: its own ucp_context and ucp_worker (tag matching, endpoints

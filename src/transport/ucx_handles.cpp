@@ -144,31 +144,35 @@ Posted posted(ucs_status_ptr_t ptr) {
 // ---- Endpoint ----------------------------------------------------------------
 
 Result<Endpoint> Endpoint::create(const Worker& worker, std::span<const std::byte> address,
-                                  ucp_err_handler_cb_t on_error, void* error_arg) {
+                                  ucp_err_handler_cb_t on_error, void* error_arg,
+                                  bool detect_failure) {
   if (address.empty()) return Status(ErrorCode::kInvalidArgument, "empty worker address");
   ucp_ep_params_t params;
   std::memset(&params, 0, sizeof params);
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
   params.address = reinterpret_cast<const ucp_address_t*>(address.data());
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_mode = detect_failure ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   params.err_handler.cb = on_error;
   params.err_handler.arg = error_arg;
   Endpoint endpoint;
   endpoint.worker_ = worker.get();
+  endpoint.detect_failure_ = detect_failure;
   RUCCL_TRY(ucx_status(ucp_ep_create(worker.get(), &params, &endpoint.handle_), "ucp_ep_create"));
   return endpoint;
 }
 
 Endpoint::Endpoint(Endpoint&& other) noexcept
     : handle_(std::exchange(other.handle_, nullptr)),
-      worker_(std::exchange(other.worker_, nullptr)) {}
+      worker_(std::exchange(other.worker_, nullptr)),
+      detect_failure_(other.detect_failure_) {}
 
 Endpoint& Endpoint::operator=(Endpoint&& other) noexcept {
   if (this != &other) {
     force_close();
     handle_ = std::exchange(other.handle_, nullptr);
     worker_ = std::exchange(other.worker_, nullptr);
+    detect_failure_ = other.detect_failure_;
   }
   return *this;
 }
@@ -185,7 +189,8 @@ Posted Endpoint::start_close(bool force) {
 }
 
 void Endpoint::force_close() {
-  Posted close = start_close(/*force=*/true);
+  // UCX allows a forced close only where both sides use PEER error handling.
+  Posted close = start_close(/*force=*/detect_failure_);
   if (!close.request) return;
   const auto give_up = std::chrono::steady_clock::now() + kForceCloseBound;
   while (ucp_request_check_status(close.request.get()) == UCS_INPROGRESS &&

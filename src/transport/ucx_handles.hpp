@@ -99,8 +99,12 @@ Posted posted(ucs_status_ptr_t ptr);
 // force_close) closes with UCP_EP_CLOSE_FLAG_FORCE, which completes at once.
 class Endpoint {
  public:
+  // `detect_failure`: UCP_ERR_HANDLING_MODE_PEER (on_error reports a failed
+  // peer). Without it (UCP_ERR_HANDLING_MODE_NONE) UCX 1.13 may pick shared
+  // memory transports, but the endpoint may not be force-closed: closes flush.
   static Result<Endpoint> create(const Worker& worker, std::span<const std::byte> address,
-                                 ucp_err_handler_cb_t on_error, void* error_arg);
+                                 ucp_err_handler_cb_t on_error, void* error_arg,
+                                 bool detect_failure = true);
 
   Endpoint() = default;
   Endpoint(Endpoint&& other) noexcept;
@@ -116,11 +120,15 @@ class Endpoint {
   Posted start_close(bool force);
   // Closes at once, cancelling the endpoint's outstanding requests
   // (UCS_ERR_CANCELED); bounded, progresses the worker briefly if UCX asks to.
+  // An endpoint without failure detection is flush-closed instead, within the
+  // same bound; requests it cannot finish are abandoned to UCX.
   void force_close();
+  bool detects_failure() const { return detect_failure_; }
 
  private:
   ucp_ep_h handle_ = nullptr;
   ucp_worker_h worker_ = nullptr;  // not owned: the transport's Worker outlives it
+  bool detect_failure_ = true;
 };
 
 }  // namespace ruccl::transport

@@ -98,7 +98,8 @@ Status UcxTransport::do_connect(const std::vector<std::vector<std::byte>>& addre
                                              std::to_string(addresses.size()));
     }
     Result<Endpoint> endpoint =
-        Endpoint::create(worker_, addresses[peer], &on_endpoint_error, &health_[peer]);
+        Endpoint::create(worker_, addresses[peer], &on_endpoint_error, &health_[peer],
+                         !(peer < options_.unwatched_peers.size() && options_.unwatched_peers[peer]));
     if (!endpoint) {
       return endpoint.status().with_context("connect to peer " + std::to_string(peer));
     }

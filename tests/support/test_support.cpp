@@ -193,7 +193,7 @@ std::uint64_t reduce_input(DataType dtype, ReduceOp op, std::size_t rank, std::s
   if (is_floating(dtype)) {
     if (op == ReduceOp::kProd) {
       static constexpr std::int64_t kFactors[] = {1, -1, 2, -2, 1};
-      return from_int(kFactors[(rank * 3 + index * 5 + salt) % 5]);
+      return from_int(kFactors[(rank * 3 + index * 2 + salt) % 5]);
     }
     return from_int(static_cast<std::int64_t>((rank * 7 + index * 3 + salt) % 11) - 5);
   }

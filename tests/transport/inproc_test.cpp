@@ -160,7 +160,7 @@ TEST(TransportInproc, ReceiveWithoutSenderTimesOut) {
 TEST(TransportInproc, AbortFlagStopsExchange) {
   std::atomic<bool> abort{false};
   Group group;
-  ASSERT_EQ(make_group(2, group, {.abort = &abort}), "");
+  ASSERT_EQ(make_group(2, group, {.abort = &abort, .unwatched_peers = {}}), "");
   std::thread aborter([&] {
     std::this_thread::sleep_for(100ms);
     abort.store(true);
