@@ -162,6 +162,7 @@ const std::vector<DeviceId>& Communicator::devices() const { return impl_->devic
 const Config& Communicator::config() const { return impl_->config; }
 
 void Communicator::abort(std::string reason) {
+  if (impl_->spanning) impl_->spanning->abort();
   impl_->rendezvous.abort(Status(ErrorCode::kAborted, std::move(reason)));
 }
 bool Communicator::aborted() const { return impl_->rendezvous.broken().has_value(); }

@@ -30,6 +30,8 @@ struct Executors {
 class Spanning {
  public:
   virtual ~Spanning() = default;
+  // Communicator::abort: blocked waits outside this process return kAborted.
+  virtual void abort() = 0;
   virtual std::size_t first_rank() const = 0;  // global rank of this process's local index 0
   virtual std::size_t world() const = 0;       // ranks in all processes
   // Exchanges local rank `local`'s request with every rank and runs agree()

@@ -4,9 +4,11 @@
 // runs the src/ring algorithms through TransportRun.
 #include "ruccl/world.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "bootstrap/bootstrap.hpp"
 #include "core/spanning.hpp"
@@ -20,23 +22,39 @@ namespace {
 using transport::Clock;
 constexpr std::uint32_t kDataComm = 0;     // tag comm field of algorithm messages
 constexpr std::uint32_t kControlComm = 1;  // ... of fingerprint messages
-constexpr std::uint32_t kAcrossComm = 2;   // ... of a hierarchical all-reduce's inter-process rings
+constexpr std::uint32_t kAcrossComm = 2;
+constexpr auto kCloseBound = std::chrono::seconds(2);  // graceful endpoint closes at destruction   // ... of a hierarchical all-reduce's inter-process rings
 
 class WorldSpanning final : public core::Spanning {
  public:
-  WorldSpanning(std::unique_ptr<bootstrap::Bootstrap> boot,
+  WorldSpanning(std::unique_ptr<std::atomic<bool>> abort_flag,
+                std::unique_ptr<bootstrap::Bootstrap> boot,
                 std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
                 std::size_t world, GlobalStrategy strategy)
-      : bootstrap_(std::move(boot)),
+      : abort_flag_(std::move(abort_flag)),
+        bootstrap_(std::move(boot)),
         transports_(std::move(transports)),
         first_(first),
         world_(world),
         per_process_(transports_.size()),
         strategy_(strategy) {}
   ~WorldSpanning() override {
+    // Graceful closes (ucp_ep_close_nbx, flushing) need every worker of every
+    // process to make progress at the same time, so each local transport closes
+    // on its own thread. Whatever does not close within the bound is
+    // force-closed by the transport's destructor.
+    std::vector<std::thread> closers;
+    try {
+      for (auto& t : transports_)
+        closers.emplace_back([&t] { (void)t->close(Clock::now() + kCloseBound); });
+    } catch (...) {  // no thread: the destructors force-close
+    }
+    for (auto& c : closers) c.join();
     transports_.clear();  // before the bootstrap, which may finalise MPI
   }
 
+  // Makes every blocked exchange of every local transport return kAborted.
+  void abort() override { abort_flag_->store(true); }
   std::size_t first_rank() const override { return first_; }
   std::size_t world() const override { return world_; }
 
@@ -102,6 +120,7 @@ class WorldSpanning final : public core::Spanning {
   }
 
  private:
+  std::unique_ptr<std::atomic<bool>> abort_flag_;  // read by the transports: outlives them
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;
   const std::size_t first_;
@@ -158,7 +177,9 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
   const std::size_t first = topo.process * per_process;
 
   // Endpoints to ranks on this node skip peer-failure detection (shared memory).
+  auto abort_flag = std::make_unique<std::atomic<bool>>(false);
   transport::TransportOptions options;
+  options.abort = abort_flag.get();
   if (config.intra_node_shared_memory())
     for (std::size_t peer = 0; peer < world; ++peer)
       options.unwatched_peers.push_back(topo.node_of_process[peer / per_process] == topo.node);
@@ -186,7 +207,8 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
 
   auto adapter = make_adapter(local_devices.front().kind);
   RUCCL_TRY(adapter);
-  auto spanning = std::make_unique<WorldSpanning>(std::move(boot.value()), std::move(transports),
+  auto spanning = std::make_unique<WorldSpanning>(std::move(abort_flag), std::move(boot.value()),
+                                                  std::move(transports),
                                                   first, world, config.global_strategy());
   return core::make_spanning_communicator(std::move(local_devices), adapter.value(),
                                           std::move(config), std::move(spanning));
