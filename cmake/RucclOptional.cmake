@@ -17,14 +17,8 @@ function(ruccl_find_optional part option result)
         set(found ${UCX_FOUND})
       endif()
     elseif(part STREQUAL "CUDA")
-      include(CheckLanguage)
-      if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
-        set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "nvcc")
-      endif()
-      check_language(CUDA)
-      if(CMAKE_CUDA_COMPILER)
-        set(found TRUE)
-      endif()
+      # Detected (and the language enabled) by ruccl_enable_cuda below.
+      set(found ${RUCCL_CUDA_LANGUAGE})
     endif()
   endif()
   if(mode STREQUAL "ON" AND NOT found)
@@ -32,3 +26,38 @@ function(ruccl_find_optional part option result)
   endif()
   set(${result} ${found} PARENT_SCOPE)
 endfunction()
+
+# CUDA is a language, not a package: enable_language(CUDA) must run in the
+# top-level directory's file scope (every directory links the backend), so
+# this macro runs when the top level includes this file. It enables CUDA when
+# RUCCL_WITH_CUDA is not OFF and nvcc works; AUTO also stays off under
+# RUCCL_SANITIZE (nvcc takes no -fsanitize). The architectures default to
+# sm_90 code plus compute_90 PTX (newer GPUs JIT it); -DCMAKE_CUDA_ARCHITECTURES
+# overrides. Sets RUCCL_CUDA_LANGUAGE and, when on, the CUDA:: toolkit targets.
+macro(ruccl_enable_cuda)
+  set(RUCCL_CUDA_LANGUAGE FALSE)
+  string(TOUPPER "${RUCCL_WITH_CUDA}" _ruccl_cuda_mode)
+  if(_ruccl_cuda_mode STREQUAL "AUTO" AND RUCCL_SANITIZE)
+    message(STATUS "ruccl: CUDA backend off under RUCCL_SANITIZE (set RUCCL_WITH_CUDA=ON to force)")
+  elseif(NOT _ruccl_cuda_mode STREQUAL "OFF")
+    include(CheckLanguage)
+    if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+      set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "nvcc")
+    endif()
+    check_language(CUDA)
+    if(CMAKE_CUDA_COMPILER)
+      if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+        set(CMAKE_CUDA_ARCHITECTURES "90-real;90-virtual" CACHE STRING "CUDA architectures (sm_90 + PTX)")
+      endif()
+      # One CUDA runtime, the shared one, for every target (not the static
+      # one CMake adds to whatever links CUDA objects by default).
+      if(NOT DEFINED CMAKE_CUDA_RUNTIME_LIBRARY)
+        set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+      endif()
+      enable_language(CUDA)
+      find_package(CUDAToolkit REQUIRED)
+      set(RUCCL_CUDA_LANGUAGE TRUE)
+    endif()
+  endif()
+endmacro()
+ruccl_enable_cuda()

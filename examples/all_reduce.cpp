@@ -7,13 +7,15 @@
 // the one correctly rounded float division S(i) / N. Every element is checked,
 // and so is that the inputs were left unchanged. All peers' failures are
 // collected and reported together; the exit status is 0 only if every check
-// passed (1: a check failed, 2: bad arguments or an unavailable device).
+// passed (1: a check failed, 2: bad arguments, 3: the device asked for is not
+// available, e.g. --device cuda on a machine without a usable GPU).
 //
 //   all_reduce [--ranks N] [--count N] [--device host|cuda]
 #include <chrono>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -21,17 +23,18 @@
 #include <thread>
 #include <vector>
 
+#include "device/cuda/cuda_backend.hpp"  // uploads and downloads (no CUDA headers)
 #include "ruccl/ruccl.hpp"
 
 namespace {
 
 using ruccl::DeviceKind;
-using ruccl::ErrorCode;
 using ruccl::Result;
 using ruccl::Status;
 
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitNoDevice = 3;  // ctest counts it as skipped (SKIP_RETURN_CODE)
 // Bounds every wait, so a broken group fails well inside the ctest timeout.
 constexpr std::chrono::milliseconds kTimeout{60'000};
 
@@ -95,31 +98,55 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& options, b
 }
 
 // --- Where the tensors live: the one device-specific part of the example. ---
-// A CUDA placement will upload inputs to device memory and download results;
-// everything else in this file is device-independent.
+// On the host a peer's input is its vector itself; on CUDA (logical devices
+// cuda:0..N-1, which the backend maps to GPU i % gpu_count: all on GPU 0 on a
+// one-GPU machine) the input is uploaded to device memory and results and
+// inputs are read back. Everything else in this file is device-independent.
+struct PlacedInput {
+  ruccl::TensorView view;                // what the collective reads
+  std::shared_ptr<void> device_memory;  // CUDA only: owns view.data
+};
+
 class Placement {
  public:
   static Result<Placement> choose(DeviceKind kind) {
-    if (kind == DeviceKind::kHost) return Placement(kind);
-    // Fails with kUnsupported when this build has no CUDA backend or no GPU.
+    if (kind == DeviceKind::kHost) return Placement(kind, nullptr);
+    // kUnsupported when this build has no CUDA backend or there is no usable GPU.
     auto adapter = ruccl::make_adapter(kind);
     if (!adapter) return adapter.status();
-    return Status(ErrorCode::kUnsupported,
-                  "the CUDA backend is available, but this example cannot stage CUDA "
-                  "tensors yet");
+    return Placement(kind, std::move(adapter).value());
   }
   DeviceKind kind() const { return kind_; }
   ruccl::DeviceId device(std::size_t peer) const { return {kind_, peer}; }
-  // A view of a peer's host input, as the collective should see it.
-  ruccl::TensorView input_view(std::vector<float>& host, std::size_t peer) const {
-    return ruccl::TensorView::of(host.data(), ruccl::DataType::kF32, host.size(), device(peer));
+  // Puts a peer's input where the collective will read it.
+  Result<PlacedInput> place(std::vector<float>& host, std::size_t peer) const {
+    const ruccl::DeviceId where = device(peer);
+    if (!adapter_)
+      return PlacedInput{ruccl::TensorView::of(host.data(), ruccl::DataType::kF32, host.size(), where), nullptr};
+    const std::size_t bytes = host.size() * sizeof(float);
+    auto memory = adapter_->allocate(where, bytes);
+    if (!memory) return memory.status();
+    if (Status s = ruccl::cuda::copy_bytes(memory->get(), host.data(), bytes); !s) return s;
+    ruccl::TensorView view = ruccl::TensorView::of(memory->get(), ruccl::DataType::kF32, host.size(), where);
+    return PlacedInput{view, std::move(memory).value()};
   }
-  // A result's elements, readable on the host.
-  std::span<const float> read(const ruccl::Tensor& result) const { return result.as<const float>(); }
+  // `count` f32 elements at `data` (host or device memory), as host values.
+  Result<std::vector<float>> read(const void* data, std::size_t count) const {
+    std::vector<float> out(count);
+    if (count == 0) return out;
+    if (!adapter_) {
+      std::memcpy(out.data(), data, count * sizeof(float));
+      return out;
+    }
+    if (Status s = ruccl::cuda::copy_bytes(out.data(), data, count * sizeof(float)); !s) return s;
+    return out;
+  }
 
  private:
-  explicit Placement(DeviceKind kind) : kind_(kind) {}
+  Placement(DeviceKind kind, std::shared_ptr<ruccl::DeviceAdapter> adapter)
+      : kind_(kind), adapter_(std::move(adapter)) {}
   DeviceKind kind_;
+  std::shared_ptr<ruccl::DeviceAdapter> adapter_;  // CUDA: allocates the inputs
 };
 
 // --- Inputs and their closed-form answers. ---
@@ -148,7 +175,7 @@ struct Failures {
 };
 
 // Compares a result with a closed form; describes the first mismatch and the total.
-std::optional<std::string> compare(std::span<const float> got, std::size_t count,
+std::optional<std::string> compare(const std::vector<float>& got, std::size_t count,
                                    float (*expected)(std::size_t, std::size_t), std::size_t ranks) {
   if (got.size() != count)
     return "result has " + std::to_string(got.size()) + " elements, expected " + std::to_string(count);
@@ -173,7 +200,15 @@ void run_peer(ruccl::Session& session, const Placement& placement, const Options
   std::vector<float> input(options.count);
   for (std::size_t i = 0; i < options.count; ++i) input[i] = input_value(rank, i);
   const std::vector<float> original = input;
-  const ruccl::TensorView view = placement.input_view(input, peer);
+  auto placed = placement.place(input, peer);
+  if (!placed) {
+    failures.add(kRegister, peer, "placing the input on " +
+                                      ruccl::device_name(placement.device(peer)) + ": " +
+                                      placed.status().to_string());
+    session.reset_collective();  // the group can never complete: wake the others
+    return;
+  }
+  const ruccl::TensorView view = placed->view;
 
   // RUCCL_* environment variables (e.g. RUCCL_TIMEOUT) override the defaults.
   auto config = ruccl::Config::from_env(ruccl::Config().with_timeout(kTimeout));
@@ -201,16 +236,24 @@ void run_peer(ruccl::Session& session, const Placement& placement, const Options
       failures.add(run.check, peer, result.status().to_string());
       continue;
     }
-    if (auto bad = compare(placement.read(*result), options.count, run.expected, options.ranks))
+    auto values = placement.read(result->data(), result->count());
+    if (!values) {
+      failures.add(run.check, peer, "reading the result: " + values.status().to_string());
+      continue;
+    }
+    if (auto bad = compare(*values, options.count, run.expected, options.ranks))
       failures.add(run.check, peer, *bad);
   }
 
-  if (input != original) {
+  auto now = placement.read(view.data, options.count);
+  if (!now) {
+    failures.add(kInputs, peer, "reading the input back: " + now.status().to_string());
+  } else if (*now != original) {
     std::size_t first = 0;
-    while (input[first] == original[first]) ++first;
+    while ((*now)[first] == original[first]) ++first;
     failures.add(kInputs, peer, "input element " + std::to_string(first) + " changed from " +
                                     std::to_string(original[first]) + " to " +
-                                    std::to_string(input[first]));
+                                    std::to_string((*now)[first]));
   }
 
   const Status finished = session.finish_collective(peer);
@@ -234,10 +277,12 @@ int main(int argc, char** argv) {
 
   auto placement = Placement::choose(options.device);
   if (!placement) {
-    std::fprintf(stderr, "all_reduce: device %s is not available: %s\n",
+    std::fprintf(stderr,
+                 "all_reduce: --device %s was asked for, but it is not available here, so "
+                 "nothing ran:\n  %s\n",
                  std::string(ruccl::device_kind_name(options.device)).c_str(),
                  placement.status().to_string().c_str());
-    return kExitUsage;
+    return kExitNoDevice;
   }
 
   ruccl::Session session;

@@ -1,7 +1,8 @@
 // Which adapter serves which device kind. The CUDA backend (src/device/cuda)
-// replaces the kCuda branch when it is built.
+// answers kCuda; a build without it links a stub that returns kUnsupported.
 #include <string>
 
+#include "device/cuda/cuda_backend.hpp"
 #include "ruccl/device.hpp"
 
 namespace ruccl {
@@ -15,9 +16,7 @@ Status DeviceAdapter::combine(Work&, std::size_t, std::size_t, const void*, std:
 Result<std::shared_ptr<DeviceAdapter>> make_adapter(DeviceKind kind) {
   switch (kind) {
     case DeviceKind::kHost: return make_host_adapter();
-    case DeviceKind::kCuda:
-      return Status(ErrorCode::kUnsupported,
-                    "this ruccl build has no CUDA device backend (RUCCL_WITH_CUDA)");
+    case DeviceKind::kCuda: return cuda::make_cuda_adapter();
   }
   return Status(ErrorCode::kInvalidArgument, "unknown device kind");
 }

@@ -12,6 +12,7 @@
 
 #include "bootstrap/bootstrap.hpp"
 #include "core/spanning.hpp"
+#include "multinode/from_bootstrap.hpp"
 #include "multinode/wire.hpp"
 #include "transport/transport.hpp"
 #include "transport/transport_run.hpp"
@@ -166,13 +167,23 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
   RUCCL_TRY(config.validate());
   auto boot = bootstrap::mpi_world_bootstrap();
   RUCCL_TRY(boot);
+  return multinode::create_communicator_from_bootstrap(std::move(boot).value(),
+                                                       std::move(local_devices), std::move(config));
+}
+
+Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootstrap(
+    std::unique_ptr<bootstrap::Bootstrap> boot, std::vector<DeviceId> local_devices, Config config) {
+  if (!boot) return Status(ErrorCode::kInvalidArgument, "no bootstrap");
+  if (local_devices.empty())
+    return Status(ErrorCode::kInvalidArgument, "a process needs at least one local device");
+  RUCCL_TRY(config.validate());
   const std::size_t per_process = local_devices.size();
-  RUCCL_TRY(bootstrap::agree_on(*boot.value(), per_process, "devices per process"));
+  RUCCL_TRY(bootstrap::agree_on(*boot, per_process, "devices per process"));
   // The strategy decides which messages exist: processes must not mix them.
-  RUCCL_TRY(bootstrap::agree_on(*boot.value(), static_cast<std::size_t>(config.global_strategy()),
+  RUCCL_TRY(bootstrap::agree_on(*boot, static_cast<std::size_t>(config.global_strategy()),
                                 "as global strategy (RUCCL_ALGO; 0 hierarchical, 1 flat_ring)",
                                 ErrorCode::kInvalidArgument));
-  const bootstrap::Topology& topo = boot.value()->topology();
+  const bootstrap::Topology& topo = boot->topology();
   const std::size_t world = topo.processes * per_process;
   const std::size_t first = topo.process * per_process;
 
@@ -189,12 +200,24 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
     RUCCL_TRY(t);
     transports.push_back(std::move(t.value()));
   }
-  auto blobs = boot.value()->all_gather(pack(transports));
+  auto blobs = boot->all_gather(pack(transports));
   RUCCL_TRY(blobs);
   std::vector<std::vector<std::byte>> addresses;
   for (const auto& blob : blobs.value()) RUCCL_TRY(unpack(blob, per_process, addresses));
-  for (auto& t : transports)
-    RUCCL_TRY(t->connect(addresses, Clock::now() + config.timeout()));
+  Status connected;
+  for (auto& t : transports) {
+    connected = t->connect(addresses, Clock::now() + config.timeout());
+    if (!connected) break;
+  }
+  // Every process has connected before any goes on: a process that returned
+  // at once and destroyed its workers (create, then destroy) would otherwise
+  // pull the shared-memory segments from under peers still attaching to them.
+  // Agreeing on the outcome also fails creation everywhere if one connect did.
+  const Status everyone = bootstrap::agree_on(*boot, connected.is_ok() ? 1 : 0,
+                                              "connected UCX endpoints (1 yes, 0 no)",
+                                              ErrorCode::kPeerFailure);
+  RUCCL_TRY(connected);
+  RUCCL_TRY(everyone);
   if (config.log_lanes()) {
     // One line per (local rank, peer): which UCX transports reach the peer,
     // e.g. to confirm that ranks on other nodes are reached over tcp.
@@ -207,7 +230,7 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
 
   auto adapter = make_adapter(local_devices.front().kind);
   RUCCL_TRY(adapter);
-  auto spanning = std::make_unique<WorldSpanning>(std::move(abort_flag), std::move(boot.value()),
+  auto spanning = std::make_unique<WorldSpanning>(std::move(abort_flag), std::move(boot),
                                                   std::move(transports),
                                                   first, world, config.global_strategy());
   return core::make_spanning_communicator(std::move(local_devices), adapter.value(),

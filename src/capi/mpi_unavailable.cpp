@@ -1,0 +1,15 @@
+// ruccl_comm_create_mpi_f in a build without the multinode layer (no MPI or
+// no UCX): the entry point exists, and says so.
+#include "capi/handles.hpp"
+
+extern "C" ruccl_result_t ruccl_comm_create_mpi_f(int64_t, size_t, ruccl_device_kind_t,
+                                                  const size_t*, ruccl_config_t* config,
+                                                  ruccl_comm_t** comm) {
+  static constexpr const char* kFunction = "ruccl_comm_create_mpi_f";
+  if (comm) *comm = nullptr;
+  return ruccl::capi::record(config, kFunction, ruccl::capi::guarded([] {
+    return ruccl::Status(ruccl::ErrorCode::kUnsupported,
+                         "this ruccl was built without MPI and UCX (the multinode layer); "
+                         "use ruccl_comm_create_local");
+  }));
+}

@@ -1,0 +1,106 @@
+#include "device/cuda/cuda_handles.hpp"
+
+namespace ruccl::cuda {
+
+Status check(cudaError_t err, std::string_view what, int gpu) {
+  if (err == cudaSuccess) return Status::ok();
+  (void)cudaGetLastError();  // a sticky error stays; a launch error is cleared
+  std::string message = "CUDA " + std::string(what) + " failed";
+  if (gpu >= 0) message += " on GPU " + std::to_string(gpu);
+  message += std::string(": ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
+  return Status(ErrorCode::kDeviceError, std::move(message));
+}
+
+DeviceGuard::DeviceGuard(int gpu) {
+  if (cudaGetDevice(&previous_) != cudaSuccess) {
+    (void)cudaGetLastError();
+    previous_ = -1;
+  }
+  if (previous_ == gpu) return;
+  status_ = check(cudaSetDevice(gpu), "cudaSetDevice", gpu);
+  restore_ = status_.is_ok() && previous_ >= 0;
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (restore_ && cudaSetDevice(previous_) != cudaSuccess) (void)cudaGetLastError();
+}
+
+Result<Stream> Stream::create(int gpu) {
+  DeviceGuard guard(gpu);
+  RUCCL_TRY(guard.status());
+  cudaStream_t handle = nullptr;
+  RUCCL_TRY(check(cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking), "cudaStreamCreate", gpu));
+  return Stream(handle);
+}
+
+Stream::~Stream() {
+  if (handle_ != nullptr && cudaStreamDestroy(handle_) != cudaSuccess) (void)cudaGetLastError();
+}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    Stream old(std::exchange(handle_, std::exchange(other.handle_, nullptr)));
+  }
+  return *this;
+}
+
+Result<Event> Event::create(int gpu) {
+  DeviceGuard guard(gpu);
+  RUCCL_TRY(guard.status());
+  cudaEvent_t handle = nullptr;
+  RUCCL_TRY(check(cudaEventCreateWithFlags(&handle, cudaEventDisableTiming), "cudaEventCreate", gpu));
+  return Event(handle);
+}
+
+Event::~Event() {
+  if (handle_ != nullptr && cudaEventDestroy(handle_) != cudaSuccess) (void)cudaGetLastError();
+}
+
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    Event old(std::exchange(handle_, std::exchange(other.handle_, nullptr)));
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+void DeviceBuffer::release() {
+  if (data_ == nullptr) return;
+  DeviceGuard guard(gpu_);
+  if (cudaFree(data_) != cudaSuccess) (void)cudaGetLastError();
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+Result<void*> DeviceBuffer::reserve(int gpu, cudaStream_t user, std::size_t bytes) {
+  if (data_ != nullptr && gpu_ == gpu && bytes_ >= bytes) return data_;
+  if (data_ != nullptr)
+    RUCCL_TRY(check(cudaStreamSynchronize(user), "cudaStreamSynchronize before growing staging", gpu_));
+  release();  // free first: the peak stays one buffer
+  DeviceGuard guard(gpu);
+  RUCCL_TRY(guard.status());
+  const std::size_t rounded = bytes < 256 ? 256 : bytes;
+  void* data = nullptr;
+  RUCCL_TRY(check(cudaMalloc(&data, rounded),
+                  "cudaMalloc of " + std::to_string(rounded) + " staging bytes", gpu));
+  data_ = data;
+  bytes_ = rounded;
+  gpu_ = gpu;
+  return data_;
+}
+
+Result<std::shared_ptr<void>> allocate_on(int gpu, std::size_t bytes) {
+  DeviceGuard guard(gpu);
+  RUCCL_TRY(guard.status());
+  void* data = nullptr;
+  // At least one byte: a zero-element tensor still gets a distinct, freeable pointer.
+  RUCCL_TRY(check(cudaMalloc(&data, bytes == 0 ? 1 : bytes),
+                  "cudaMalloc of " + std::to_string(bytes) + " bytes", gpu));
+  return std::shared_ptr<void>(data, [gpu](void* p) {
+    DeviceGuard restore(gpu);
+    if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+  });
+}
+
+}  // namespace ruccl::cuda
