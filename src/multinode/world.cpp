@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "bootstrap/bootstrap.hpp"
+#include "core/log.hpp"
 #include "core/spanning.hpp"
 #include "multinode/wire.hpp"
 #include "transport/transport.hpp"
@@ -195,14 +196,22 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
   for (const auto& blob : blobs.value()) RUCCL_TRY(unpack(blob, per_process, addresses));
   for (auto& t : transports)
     RUCCL_TRY(t->connect(addresses, Clock::now() + config.timeout()));
-  if (config.log_lanes()) {
-    // One line per (local rank, peer): which UCX transports reach the peer,
-    // e.g. to confirm that ranks on other nodes are reached over tcp.
+  core::Logger logger(config);
+  if (logger.enabled(LogLevel::kInfo)) {
+    logger.log(LogLevel::kInfo, first,
+               "world of " + std::to_string(world) + " ranks: " + std::to_string(topo.processes) +
+                   " processes x " + std::to_string(per_process) + " devices on " +
+                   std::to_string(topo.nodes) + " nodes; this process is " +
+                   std::to_string(topo.process) + " on node " + std::to_string(topo.node) +
+                   "; strategy " + std::string(global_strategy_name(config.global_strategy())));
+    // Which UCX transports reach each peer, e.g. tcp to ranks on other nodes.
     for (std::size_t d = 0; d < per_process; ++d)
       for (std::size_t peer = 0; peer < world; ++peer)
-        std::fprintf(stderr, "ruccl lanes: rank %zu (node %zu) -> rank %zu (node %zu): %s\n",
-                     first + d, topo.node, peer, topo.node_of_process[peer / per_process],
-                     transports[d]->describe_lanes(peer).c_str());
+        logger.log(LogLevel::kInfo, first + d,
+                   "lanes: rank " + std::to_string(first + d) + " (node " +
+                       std::to_string(topo.node) + ") -> rank " + std::to_string(peer) +
+                       " (node " + std::to_string(topo.node_of_process[peer / per_process]) +
+                       "): " + transports[d]->describe_lanes(peer));
   }
 
   auto adapter = make_adapter(local_devices.front().kind);
