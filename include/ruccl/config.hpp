@@ -18,6 +18,9 @@ namespace ruccl {
 enum class LocalStrategy : std::uint8_t { kRing };
 // Strategy across processes/nodes (used by the multinode layer).
 enum class GlobalStrategy : std::uint8_t { kHierarchical, kFlatRing };
+// What ruccl logs (RUCCL_DEBUG): kWarn failed collectives, kInfo also creation
+// (world, strategy, the UCX lanes to each peer), kTrace also every collective.
+enum class LogLevel : std::uint8_t { kOff, kWarn, kInfo, kTrace };
 
 class Config {
  public:
@@ -28,8 +31,9 @@ class Config {
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring), RUCCL_LOCAL_ALGO (ring),
-  // RUCCL_NUM_DEVICES, RUCCL_INTRA_NODE_TRANSPORT (shm|tcp), RUCCL_DEBUG (comma
-  // list; "lanes"). An unparsable value is an error naming the variable.
+  // RUCCL_NUM_DEVICES, RUCCL_INTRA_NODE_TRANSPORT (shm|tcp), RUCCL_DEBUG
+  // (WARN|INFO|TRACE), RUCCL_DEBUG_FILE, RUCCL_TRACE. An unparsable value is an
+  // error naming the variable.
   static Result<Config> from_env();
   // Same, over `base` instead of the defaults.
   static Result<Config> from_env(Config base);
@@ -40,7 +44,9 @@ class Config {
   Config& with_timeout(std::chrono::milliseconds t) { timeout_ = t; return *this; }
   Config& with_local_strategy(LocalStrategy s) { local_ = s; return *this; }
   Config& with_global_strategy(GlobalStrategy s) { global_ = s; return *this; }
-  Config& with_log_lanes(bool on) { log_lanes_ = on; return *this; }
+  Config& with_log_level(LogLevel level) { log_level_ = level; return *this; }
+  Config& with_log_file(std::string pattern) { log_file_ = std::move(pattern); return *this; }
+  Config& with_trace_file(std::string pattern) { trace_file_ = std::move(pattern); return *this; }
   Config& with_intra_node_shared_memory(bool on) { intra_node_shm_ = on; return *this; }
 
   // Number of local participating devices (ranks in this process).
@@ -54,9 +60,15 @@ class Config {
   std::chrono::milliseconds timeout() const { return timeout_; }
   LocalStrategy local_strategy() const { return local_; }
   GlobalStrategy global_strategy() const { return global_; }
-  // Communicators spanning processes print, at creation, one line per peer to
-  // stderr naming the UCX transports (lanes) that reach it (RUCCL_DEBUG=lanes).
-  bool log_lanes() const { return log_lanes_; }
+  // Log lines ("[ruccl host:pid rank R] LEVEL ...") go to stderr, or to
+  // log_file (RUCCL_DEBUG_FILE; %h = host name, %p = process id) when set.
+  LogLevel log_level() const { return log_level_; }
+  const std::string& log_file() const { return log_file_; }
+  // Non-empty (RUCCL_TRACE): each rank writes a Chrome/Perfetto trace (JSON)
+  // of its collectives and their phases to this path when the communicator is
+  // destroyed; %r = global rank, %h = host, %p = pid (without %r, ".rank<R>"
+  // is appended so that ranks never share a file).
+  const std::string& trace_file() const { return trace_file_; }
   // Between processes of one node (RUCCL_INTRA_NODE_TRANSPORT): true (shm, the
   // default): UCX may use shared memory (sysv/posix + cma), but a crashed
   // process on the same node surfaces as kTimeout at the deadline; false (tcp):
@@ -79,10 +91,13 @@ class Config {
   std::chrono::milliseconds timeout_ = kDefaultTimeout;
   LocalStrategy local_ = LocalStrategy::kRing;
   GlobalStrategy global_ = GlobalStrategy::kHierarchical;
-  bool log_lanes_ = false;
+  LogLevel log_level_ = LogLevel::kOff;
+  std::string log_file_;
+  std::string trace_file_;
   bool intra_node_shm_ = true;
 };
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept;
+std::string_view log_level_name(LogLevel level) noexcept;
 
 }  // namespace ruccl

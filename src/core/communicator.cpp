@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "core/engine.hpp"
+#include "core/log.hpp"
 #include "core/rendezvous.hpp"
 #include "core/spanning.hpp"
 
@@ -39,7 +40,11 @@ struct Communicator::Impl {
         world(spanning ? spanning->world() : devices.size()),
         rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1)),
         next_seq(devices.size()),
-        scratch(devices.size()) {}
+        scratch(devices.size()),
+        logger(config),
+        tracer(config.trace_file().empty()
+                   ? nullptr
+                   : std::make_unique<core::Tracer>(config.trace_file(), first, devices.size())) {}
 
   Result<core::RankOutcome> call(std::size_t rank, core::Request req, const CallOptions& options);
 
@@ -52,6 +57,8 @@ struct Communicator::Impl {
   core::Rendezvous rendezvous;
   std::vector<std::atomic<std::uint64_t>> next_seq;  // per rank; ranks agree on order
   std::vector<core::ScratchCache> scratch;           // per rank, its thread only
+  core::Logger logger;
+  std::unique_ptr<core::Tracer> tracer;  // null unless RUCCL_TRACE / Config::trace_file
 };
 
 Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Request req,
@@ -64,6 +71,11 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
   const std::size_t local = rank - first;
   if (auto broken = rendezvous.broken()) return *broken;
   const std::uint64_t seq = next_seq[local].fetch_add(1);
+  const std::string_view kind = collective_name(req.kind);
+  core::ScopedSpan span(tracer.get(), local, std::string(kind) + " #" + std::to_string(seq),
+                        "collective",
+                        "\"seq\":" + std::to_string(seq) + ",\"world\":" + std::to_string(world));
+  const auto started = core::Clock::now();
   req.max_chunk_bytes = options.max_chunk_bytes.value_or(config.max_chunk_bytes());
   if (!req.has_input) req.in.device = devices[local];
 
@@ -81,7 +93,10 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
   // Across processes, every rank agrees with every other before the local
   // rendezvous; in-process, the last local rank to arrive does it.
   std::optional<Result<core::Plan>> agreed;
-  if (spanning) agreed = spanning->agree_all(local, seq, req, geometry, config.timeout());
+  if (spanning) {
+    core::ScopedSpan agree(tracer.get(), local, "agree (fingerprints)", "phase");
+    agreed = spanning->agree_all(local, seq, req, geometry, config.timeout());
+  }
   const auto deadline = core::Clock::now() + config.timeout();
   auto generation = rendezvous.arrive(local, seq, req, geometry, deadline,
                                       agreed ? &*agreed : nullptr);
@@ -108,9 +123,25 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
     job.segment_bytes = config.segment_bytes();
     job.scratch = &scratch[local];
     job.timeout = config.timeout();
+    job.tracer = tracer.get();
     outcome = core::execute(job);
   }
   rendezvous.depart(local);
+  if (tracer || logger.enabled(LogLevel::kWarn)) {
+    const std::size_t bytes = geometry.is_ok() ? geometry.value().count * dtype_size(req.dtype) : 0;
+    span.add_arg("\"bytes\":" + std::to_string(bytes));
+    if (!outcome.is_ok()) {
+      span.add_arg("\"error\":\"" + std::string(error_code_name(outcome.status().code())) + "\"");
+      logger.log(LogLevel::kWarn, rank,
+                 std::string(kind) + " #" + std::to_string(seq) + " failed: " +
+                     outcome.status().to_string());
+    } else if (logger.enabled(LogLevel::kTrace)) {
+      const double us = std::chrono::duration<double, std::micro>(core::Clock::now() - started).count();
+      logger.log(LogLevel::kTrace, rank,
+                 std::string(kind) + " #" + std::to_string(seq) + " " + std::to_string(bytes) +
+                     " bytes done in " + std::to_string(static_cast<long long>(us)) + " us");
+    }
+  }
   return outcome;
 }
 

@@ -2,6 +2,7 @@
 #include "ruccl/config.hpp"
 
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -80,15 +81,16 @@ Result<Config> Config::from_env(Config base) {
     else return bad_env("RUCCL_INTRA_NODE_TRANSPORT", s, "shm or tcp");
   }
   if (const char* v = std::getenv("RUCCL_DEBUG")) {
-    std::string_view rest = v;
-    while (!rest.empty()) {
-      const std::size_t comma = rest.find(',');
-      const std::string_view item = rest.substr(0, comma);
-      if (item == "lanes") c.log_lanes_ = true;
-      else if (!item.empty()) return bad_env("RUCCL_DEBUG", v, "a comma list of: lanes");
-      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    }
+    std::string s = v;
+    for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (s == "OFF" || s.empty()) c.log_level_ = LogLevel::kOff;
+    else if (s == "WARN") c.log_level_ = LogLevel::kWarn;
+    else if (s == "INFO") c.log_level_ = LogLevel::kInfo;
+    else if (s == "TRACE") c.log_level_ = LogLevel::kTrace;
+    else return bad_env("RUCCL_DEBUG", v, "WARN, INFO, TRACE or OFF");
   }
+  if (const char* v = std::getenv("RUCCL_DEBUG_FILE")) c.log_file_ = v;
+  if (const char* v = std::getenv("RUCCL_TRACE")) c.trace_file_ = v;
   RUCCL_TRY(c.validate());
   return c;
 }
@@ -122,10 +124,23 @@ std::string Config::difference(const Config& other) const {
   field("timeout_ms", timeout_.count(), other.timeout_.count());
   field("local_strategy", static_cast<int>(local_), static_cast<int>(other.local_));
   field("global_strategy", static_cast<int>(global_), static_cast<int>(other.global_));
-  field("log_lanes", static_cast<int>(log_lanes_), static_cast<int>(other.log_lanes_));
+  field("log_level", static_cast<int>(log_level_), static_cast<int>(other.log_level_));
+  if (log_file_ != other.log_file_) out += std::string(out.empty() ? "" : ", ") + "log_file differs";
+  if (trace_file_ != other.trace_file_)
+    out += std::string(out.empty() ? "" : ", ") + "trace_file differs";
   field("intra_node_shared_memory", static_cast<int>(intra_node_shm_),
         static_cast<int>(other.intra_node_shm_));
   return out;
+}
+
+std::string_view log_level_name(LogLevel level) noexcept {
+  switch (level) {
+    case LogLevel::kOff: return "OFF";
+    case LogLevel::kWarn: return "WARN";
+    case LogLevel::kInfo: return "INFO";
+    case LogLevel::kTrace: return "TRACE";
+  }
+  return "?";
 }
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept {

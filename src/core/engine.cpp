@@ -13,6 +13,9 @@
 // completion, so a failure in any of them reaches every rank.
 #include "core/engine.hpp"
 
+#include <optional>
+#include <string>
+
 #include "ring/algorithms.hpp"
 #include "ring/schedule.hpp"
 
@@ -52,6 +55,35 @@ class InProcRun final : public ring::RankRun {
   const std::size_t world_;
 };
 
+// With tracing on, wraps an executor: each RankRun::phase mark becomes a span
+// (annotated with the group's size and the bytes of the collective).
+class PhasedRun final : public ring::RankRun {
+ public:
+  PhasedRun(ring::RankRun& inner, Tracer* tracer, std::size_t local, std::string args)
+      : inner_(inner), tracer_(tracer), local_(local), args_(std::move(args)) {}
+  std::size_t rank() const override { return inner_.rank(); }
+  std::size_t world() const override { return inner_.world(); }
+  std::size_t message_elements() const override { return inner_.message_elements(); }
+  Status step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
+              Combine combine) override {
+    return inner_.step(sends, recvs, combine);
+  }
+  Status share(Status mine) override { return inner_.share(std::move(mine)); }
+  void phase(const char* name) override {
+    span_.reset();
+    span_.emplace(tracer_, local_, name, "phase",
+                  args_ + ",\"group\":" + std::to_string(inner_.world()) +
+                      ",\"group_rank\":" + std::to_string(inner_.rank()));
+  }
+
+ private:
+  ring::RankRun& inner_;
+  Tracer* tracer_;
+  std::size_t local_;
+  std::string args_;
+  std::optional<ScopedSpan> span_;
+};
+
 Shape with_rows(const Shape& shape, std::size_t rows) {
   Shape out = shape.size() <= 1 ? Shape{rows} : shape;
   out[0] = rows;
@@ -77,8 +109,10 @@ class RankExecution {
     Status setup_status = guarded([&] { return setup(); });
     RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(setup_status), Clock::now() + job_.timeout));
     InProcRun in_process(job_, rank_, world_);
-    ring::RankRun& run = job_.run != nullptr ? *job_.run : in_process;
-    RUCCL_TRY(guarded([&] { return algorithm(run); }));
+    ring::RankRun* run = job_.run != nullptr ? job_.run : &in_process;
+    std::optional<PhasedRun> phased;
+    if (job_.tracer) run = &phased.emplace(*run, job_.tracer, local_, trace_args());
+    RUCCL_TRY(guarded([&] { return algorithm(*run); }));
     Status done = guarded([&] { return complete(); });
     RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(done), Clock::now() + job_.timeout));
     return std::move(outcome_);
@@ -205,7 +239,9 @@ class RankExecution {
       case CollectiveKind::kAllReduce:
         if (job_.across != nullptr) {
           InProcRun local(job_, local_, work_.world);
-          return ring::hierarchical_all_reduce(local, *job_.across, geo_.count, 1);
+          if (!job_.tracer) return ring::hierarchical_all_reduce(local, *job_.across, geo_.count, 1);
+          PhasedRun phased(local, job_.tracer, local_, trace_args());
+          return ring::hierarchical_all_reduce(phased, *job_.across, geo_.count, 1);
         }
         return ring::ring_all_reduce(run, geo_.count, 1);
       case CollectiveKind::kReduce: return ring::chain_reduce(run, segments(), plan_.root);
@@ -221,6 +257,10 @@ class RankExecution {
         return ring::pairwise_all_to_all_v(run, plan_.a2a_rows, geo_.unit);
     }
     return Status(ErrorCode::kInternal, "unknown collective kind");
+  }
+
+  std::string trace_args() const {
+    return "\"bytes\":" + std::to_string(geo_.count * es_) + ",\"rank\":" + std::to_string(rank_);
   }
 
   Status scale_if_mean(void* data, std::size_t count) {

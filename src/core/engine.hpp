@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/log.hpp"
 #include "core/rendezvous.hpp"
 #include "ring/rank_run.hpp"
 
@@ -46,6 +47,7 @@ struct RankJob {
   std::size_t segment_bytes = 0;
   ScratchCache* scratch = nullptr;
   std::chrono::milliseconds timeout{};  // of every wait (each barrier gets now + timeout)
+  Tracer* tracer = nullptr;  // set: phase spans of the algorithm (RUCCL_TRACE)
 };
 
 Result<RankOutcome> execute(const RankJob& job);

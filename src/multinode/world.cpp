@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "bootstrap/bootstrap.hpp"
+#include "core/log.hpp"
 #include "core/spanning.hpp"
 #include "multinode/from_bootstrap.hpp"
 #include "multinode/wire.hpp"
@@ -183,6 +184,16 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
   RUCCL_TRY(bootstrap::agree_on(*boot, static_cast<std::size_t>(config.global_strategy()),
                                 "as global strategy (RUCCL_ALGO; 0 hierarchical, 1 flat_ring)",
                                 ErrorCode::kInvalidArgument));
+  // Device buffers across processes need UCX with CUDA support or staging
+  // through pinned host buffers; neither is wired up yet (TransportRun reads
+  // send buffers with host code). Agreed first, so that every process fails.
+  const bool cuda = local_devices.front().kind == DeviceKind::kCuda;
+  RUCCL_TRY(bootstrap::agree_on(*boot, cuda ? 1 : 0, "as CUDA devices (1 yes, 0 no)",
+                                ErrorCode::kInvalidArgument));
+  if (cuda)
+    return Status(ErrorCode::kUnsupported,
+                  "CUDA devices across processes are not supported yet (needs CUDA-aware UCX or "
+                  "staging through pinned host buffers); use Communicator::create in one process");
   const bootstrap::Topology& topo = boot->topology();
   const std::size_t world = topo.processes * per_process;
   const std::size_t first = topo.process * per_process;
@@ -218,14 +229,22 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
                                               ErrorCode::kPeerFailure);
   RUCCL_TRY(connected);
   RUCCL_TRY(everyone);
-  if (config.log_lanes()) {
-    // One line per (local rank, peer): which UCX transports reach the peer,
-    // e.g. to confirm that ranks on other nodes are reached over tcp.
+  core::Logger logger(config);
+  if (logger.enabled(LogLevel::kInfo)) {
+    logger.log(LogLevel::kInfo, first,
+               "world of " + std::to_string(world) + " ranks: " + std::to_string(topo.processes) +
+                   " processes x " + std::to_string(per_process) + " devices on " +
+                   std::to_string(topo.nodes) + " nodes; this process is " +
+                   std::to_string(topo.process) + " on node " + std::to_string(topo.node) +
+                   "; strategy " + std::string(global_strategy_name(config.global_strategy())));
+    // Which UCX transports reach each peer, e.g. tcp to ranks on other nodes.
     for (std::size_t d = 0; d < per_process; ++d)
       for (std::size_t peer = 0; peer < world; ++peer)
-        std::fprintf(stderr, "ruccl lanes: rank %zu (node %zu) -> rank %zu (node %zu): %s\n",
-                     first + d, topo.node, peer, topo.node_of_process[peer / per_process],
-                     transports[d]->describe_lanes(peer).c_str());
+        logger.log(LogLevel::kInfo, first + d,
+                   "lanes: rank " + std::to_string(first + d) + " (node " +
+                       std::to_string(topo.node) + ") -> rank " + std::to_string(peer) +
+                       " (node " + std::to_string(topo.node_of_process[peer / per_process]) +
+                       "): " + transports[d]->describe_lanes(peer));
   }
 
   auto adapter = make_adapter(local_devices.front().kind);

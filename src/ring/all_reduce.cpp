@@ -11,7 +11,9 @@ namespace ruccl::ring {
 Status ring_all_reduce(RankRun& run, std::size_t units, std::size_t unit) {
   if (run.world() < 2) return Status::ok();
   const std::vector<Range> chunks = balanced_ranges(units, run.world(), unit);
+  run.phase("reduce-scatter");
   RUCCL_TRY(ring_reduce_scatter(run, chunks));
+  run.phase("all-gather");
   return ring_all_gather(run, chunks);
 }
 

@@ -24,19 +24,26 @@ Status hierarchical_all_reduce(RankRun& local, RankRun& across, std::size_t unit
                                std::size_t unit) {
   const std::vector<Range> shards = balanced_ranges(units, local.world(), unit);
   const bool split = local.world() > 1;
-  if (split) RUCCL_TRY(ring_reduce_scatter(local, shards));
+  if (split) {
+    local.phase("local reduce-scatter");
+    RUCCL_TRY(ring_reduce_scatter(local, shards));
+  }
 
   const Range shard = shards[local.rank()];
   std::vector<Range> parts = balanced_ranges(shard.count / unit, across.world(), unit);
   for (Range& p : parts) p.offset += shard.offset;
   // After step 1 the shard's local sum is in the buffer; without it, in the input.
+  local.phase("inter-node exchange");
   Status inter = ring_pass(across, parts, reduce_scatter_step,
                            split ? Combine::kReduce : Combine::kReduceInput,
                            split ? Source::kSend : Source::kInput);
   if (inter.is_ok()) inter = ring_all_gather(across, parts);
   RUCCL_TRY(local.share(std::move(inter)));
 
-  if (split) RUCCL_TRY(ring_all_gather(local, shards));
+  if (split) {
+    local.phase("local all-gather");
+    RUCCL_TRY(ring_all_gather(local, shards));
+  }
   return Status::ok();
 }
 

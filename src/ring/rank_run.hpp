@@ -32,6 +32,9 @@ class RankRun {
   // failure, or ok. Blocking like step(). Executors whose group is one rank per
   // step's peers only (a transport ring) return `mine`.
   virtual Status share(Status mine) { return mine; }
+  // Marks the start of a named phase of the algorithm (for traces); the phase
+  // lasts until the next mark or the end of the algorithm. Default: nothing.
+  virtual void phase(const char* /*name*/) {}
 };
 
 }  // namespace ruccl::ring

@@ -3,7 +3,7 @@
 #   multinode_test.sh <mpi_all_reduce binary> <hosts: 2 or 3>
 # Brings up <hosts> namespaces joined by a bridge, runs mpi_all_reduce (Sum/Mean
 # all-reduce, broadcast, all-to-all-v, checked on every rank) under mpirun
-# across them, hierarchical and flat ring, and checks the RUCCL_DEBUG=lanes log:
+# across them, hierarchical and flat ring, and checks the RUCCL_DEBUG=INFO lanes log:
 # every lane between ranks on different nodes is tcp on eth0 with no
 # shared-memory transport, and the expected number of such lanes exists.
 # Exit 0 pass, 1 fail, 77 skip (prints "SKIP: <reason>").
@@ -47,7 +47,7 @@ echo "[$(elapsed)] lab up: $hosts hosts ($RUCCL_NETNS_NAME-h1..h$hosts, $RUCCL_N
 # lines, all nodes seen, every inter-node line names only tcp/eth0 lanes.
 check_lanes() {
   awk -v world="$2" -v per_host="$3" -v hosts="$hosts" '
-    /^ruccl lanes: / {
+    / INFO lanes: rank / {
       if (!match($0, /rank [0-9]+ \(node [0-9]+\) -> rank [0-9]+ \(node [0-9]+\): /)) { print "unparsed: " $0; bad++; next }
       split(substr($0, RSTART, RLENGTH), f, /[ ()]+/)        # rank a node x -> rank b node y:
       from = f[2]; a = f[4]; to = f[7]; b = f[9]; sub(":", "", b)
@@ -89,7 +89,7 @@ for c in "${cases[@]}"; do
   log=$logs/$name.log
   rc=0
   (
-    export RUCCL_DEBUG=lanes RUCCL_ALGO="$algo"
+    export RUCCL_DEBUG=INFO RUCCL_ALGO="$algo"
     if [ "$tls" = default ]; then export UCX_TLS=""; else export UCX_TLS="$tls"; fi
     lab_mpirun "$ppn" 40 -- "$bin" --devices-per-process "$dev" --count "$count"
   ) > "$log" 2>&1 &                                        # (INT/TERM reach the trap at once)
