@@ -60,6 +60,7 @@ std::string json_string(std::string_view s) {
 std::string json_timing(const Timing& t) {
   if (!t.ran) return "null";
   std::ostringstream o;
+  o.precision(10);
   o << "{\"time_us\": " << t.mean_us << ", \"algbw_gbps\": " << t.algbw_gbps
     << ", \"busbw_gbps\": " << t.busbw_gbps
     << ", \"wrong\": " << (t.wrong ? std::to_string(*t.wrong) : "null")
@@ -108,6 +109,17 @@ void print_header(std::FILE* out, const Options& options, const Config& config,
                  options.ranks, world->processes, world->devices_per_process,
                  std::string(dtype_name(options.dtype)).c_str(), algos.c_str(),
                  world->algos.size() > 1 ? " (interleaved per iteration)" : "");
+    if (!world->peers.empty()) {
+      std::string peers;
+      for (const std::string& p : world->peers) peers += (peers.empty() ? "" : ", ") + p;
+      std::fprintf(out,
+                   "# peers: %s, on the same ranks and buffers, interleaved per iteration after "
+                   "ruccl (each call after the peer's own untimed barrier; ruccl's timing uses "
+                   "no MPI)\n",
+                   peers.c_str());
+      for (const std::string& d : world->peer_descriptions)
+        std::fprintf(out, "#   %s\n", d.c_str());
+    }
     std::fprintf(out,
                  "# time: per iteration, the max over all ranks (ruccl all_reduce max after the "
                  "timed loop); each call after an untimed ruccl barrier\n");
@@ -173,6 +185,18 @@ void print_ratio(std::FILE* out, const Row& a, const Row& b) {
   std::fflush(out);
 }
 
+void print_model(std::FILE* out, const Row& row) {
+  if (!row.model) return;
+  const ModelEstimate& m = row.model.value();
+  std::fprintf(out,
+               "# model: n=%zu S=%zu B: per rank reads 3(n-1)/n S = %.0f B, writes 2(n-1)/n S = "
+               "%.0f B; memcpy %.2f GB/s x %zu core(s): t_model %s us; achieved (t_model/p50) "
+               "out-of-place %.2f, in-place %.2f\n",
+               row.c.ranks, row.c.size_bytes, m.read_bytes, m.write_bytes, m.memcpy_gbps, m.cores,
+               time_text(m.time_us).c_str(), m.fraction_out_of_place, m.fraction_in_place);
+  std::fflush(out);
+}
+
 void print_footer(std::FILE* out, const std::vector<Row>& rows) {
   double busbw = 0;
   std::size_t measured = 0;
@@ -205,11 +229,15 @@ Status write_json(const std::string& path, const Options& options, const Config&
                   const std::optional<MemcpyBaseline>& memcpy_baseline,
                   const std::vector<Row>& rows, const std::optional<WorldInfo>& world) {
   std::ostringstream o;
+  o.precision(10);
   o << "{\n  \"tool\": \"ruccl-perf\",\n  \"ranks\": " << options.ranks
     << ",\n  \"iters\": " << options.iters << ",\n  \"warmup\": " << options.warmup
     << ",\n  \"check\": " << (options.check ? "true" : "false")
     << ",\n  \"max_chunk_bytes\": " << config.max_chunk_bytes()
-    << ",\n  \"segment_bytes\": " << config.segment_bytes() << ",\n  \"memcpy\": ";
+    << ",\n  \"segment_bytes\": " << config.segment_bytes()
+    << ",\n  \"mode\": " << (world ? "\"world\"" : "\"in-process\"")
+    << ",\n  \"label\": " << (options.label.empty() ? "null" : json_string(options.label))
+    << ",\n  \"memcpy\": ";
   if (memcpy_baseline)
     o << "{\"bytes\": " << memcpy_baseline->bytes << ", \"gbps\": " << memcpy_baseline->gbps << "}";
   else
@@ -219,6 +247,12 @@ Status write_json(const std::string& path, const Options& options, const Config&
       << ", \"devices_per_process\": " << world->devices_per_process << ", \"algos\": [";
     for (std::size_t i = 0; i < world->algos.size(); ++i)
       o << (i ? ", " : "") << json_string(world->algos[i]);
+    o << "], \"peers\": [";
+    for (std::size_t i = 0; i < world->peers.size(); ++i)
+      o << (i ? ", " : "") << json_string(world->peers[i]);
+    o << "], \"peer_descriptions\": [";
+    for (std::size_t i = 0; i < world->peer_descriptions.size(); ++i)
+      o << (i ? ", " : "") << json_string(world->peer_descriptions[i]);
     o << "]}";
   }
   o << ",\n  \"results\": [";
@@ -231,8 +265,19 @@ Status write_json(const std::string& path, const Options& options, const Config&
       << ", \"root\": " << (c.root ? std::to_string(*c.root) : "null")
       << ", \"ranks\": " << c.ranks;
     if (!rows[i].algo.empty()) o << ", \"algo\": " << json_string(rows[i].algo);
+    o << ", \"impl\": " << json_string(rows[i].impl)
+      << ", \"peer\": " << (rows[i].peer ? "true" : "false");
     o << ",\n     \"out_of_place\": " << json_timing(rows[i].out_of_place)
-      << ",\n     \"in_place\": " << json_timing(rows[i].in_place) << "}";
+      << ",\n     \"in_place\": " << json_timing(rows[i].in_place);
+    if (rows[i].model) {
+      const ModelEstimate& m = rows[i].model.value();
+      o << ",\n     \"model\": {\"read_bytes_per_rank\": " << m.read_bytes
+        << ", \"write_bytes_per_rank\": " << m.write_bytes << ", \"memcpy_gbps\": " << m.memcpy_gbps
+        << ", \"cores\": " << m.cores << ", \"time_us\": " << m.time_us
+        << ", \"fraction_out_of_place\": " << m.fraction_out_of_place
+        << ", \"fraction_in_place\": " << m.fraction_in_place << "}";
+    }
+    o << "}";
   }
   o << "\n  ]\n}\n";
   return write_file(path, o.str());
@@ -243,7 +288,7 @@ Status write_csv(const std::string& path, const std::vector<Row>& rows, bool wit
   o << "collective,size,count,type,redop,root,ranks,"
        "oop_time_us,oop_algbw_gbps,oop_busbw_gbps,oop_wrong,oop_p50_us,oop_p99_us,oop_error,"
        "ip_time_us,ip_algbw_gbps,ip_busbw_gbps,ip_wrong,ip_p50_us,ip_p99_us,ip_error"
-    << (with_algo ? ",algo\n" : "\n");
+    << (with_algo ? ",algo" : "") << ",impl\n";
   for (const Row& row : rows) {
     const Case& c = row.c;
     o << kind_name(c.kind) << ',' << c.size_bytes << ',' << c.count << ','
@@ -251,7 +296,7 @@ Status write_csv(const std::string& path, const std::vector<Row>& rows, bool wit
       << (c.root ? std::to_string(*c.root) : "") << ',' << c.ranks << ','
       << csv_timing(row.out_of_place) << ',' << csv_timing(row.in_place);
     if (with_algo) o << ',' << csv_field(row.algo);
-    o << '\n';
+    o << ',' << csv_field(row.impl) << '\n';
   }
   return write_file(path, o.str());
 }

@@ -27,6 +27,8 @@ void print_note(std::FILE* out, const std::string& note);  // "# note"
 void print_row(std::FILE* out, const Row& row);  // the algo column when row.algo is set
 // "# ratio p50 a/b: ..." of two rows of the same case measured interleaved.
 void print_ratio(std::FILE* out, const Row& a, const Row& b);
+// "# model: ..." of a row with a ModelEstimate (--model).
+void print_model(std::FILE* out, const Row& row);
 // Totals, as nccl-tests ends: wrong elements and the average bus bandwidth.
 void print_footer(std::FILE* out, const std::vector<Row>& rows);
 
@@ -34,8 +36,11 @@ void print_footer(std::FILE* out, const std::vector<Row>& rows);
 std::size_t total_wrong(const std::vector<Row>& rows);
 bool any_error(const std::vector<Row>& rows);
 
-// World mode adds "world" {processes, devices_per_process, algos} and each row's
-// "algo"; the CSV gets a last column algo. In-process output is unchanged.
+// World mode adds "world" {processes, devices_per_process, algos, peers} and each
+// row's "algo". Every row has "impl" (ruccl-inproc, ruccl-hierarchical,
+// ruccl-flat_ring, mpi, gloo, gloo_chunked: what a plot draws as one line) and, with
+// --model, "model". The top level has "mode" (in-process|world) and "label"
+// (--label, or null). The CSV gets a column algo (world mode), then impl.
 Status write_json(const std::string& path, const Options& options, const Config& config,
                   const std::optional<MemcpyBaseline>& memcpy_baseline,
                   const std::vector<Row>& rows,

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "perf_data.hpp"
+#include "perf_model.hpp"
 #include "ruccl/device.hpp"
 #if RUCCL_PERF_WITH_WORLD
 #include "ruccl/world.hpp"
@@ -132,10 +133,13 @@ struct Runner::RankState {
   TensorView out_view;
   std::vector<std::size_t> send_counts;  // all_to_all_v
   std::vector<std::size_t> recv_counts;
-  std::vector<std::vector<double>> times_us;  // per lane: this rank's time of each iteration
-  std::vector<std::vector<double>> max_us;    // world, per lane: the max over all ranks
-  std::vector<std::uint64_t> wrong;           // per lane
+  // Per slot (lanes, then peers):
+  std::vector<std::vector<double>> times_us;  // this rank's time of each iteration
+  std::vector<std::vector<double>> max_us;    // world: the max over all ranks
+  std::vector<std::uint64_t> wrong;
   std::int32_t token_in = 0, token_out = 0;   // world: the barrier's all_reduce
+  Tensor copy_from, copy_to;                  // --model (local rank 0): the memcpy
+  std::vector<double> copy_us;                //   and its time per iteration
   Status status;
 };
 
@@ -174,8 +178,10 @@ Runner::Runner(const Options& options, const Config& config,
       pool_(lanes_.front().comm->devices().size()) {}
 
 Runner::~Runner() {
-  // The pool's threads are idle here. Destroy the communicators in reverse order
-  // of creation: in world mode the first one may own MPI (and finalise it).
+  // The pool's threads are idle here. The peers first (they use MPI), then the
+  // communicators in reverse order of creation: in world mode the first one may
+  // own MPI (and finalise it).
+  peers_.clear();
   while (!lanes_.empty()) lanes_.pop_back();
 }
 
@@ -186,6 +192,30 @@ std::size_t Runner::local_ranks() const { return lanes_.front().comm->devices().
 std::vector<std::string> Runner::algos() const {
   std::vector<std::string> names;
   for (const Lane& lane : lanes_) names.push_back(lane.name);
+  return names;
+}
+
+std::vector<std::string> Runner::peers_without(const Case& c) const {
+  std::vector<std::string> notes;
+  for (const auto& peer : peers_) {
+    const std::string out_of_place = peer->unsupported(c, false);
+    const std::string in_place = kind_has_in_place(c.kind) ? peer->unsupported(c, true) : "";
+    if (!out_of_place.empty() && (!kind_has_in_place(c.kind) || !in_place.empty()))
+      notes.push_back(peer->name() + ": no rows (" + (in_place.empty() ? out_of_place : in_place) +
+                      ")");
+  }
+  return notes;
+}
+
+std::vector<std::string> Runner::peer_descriptions() const {
+  std::vector<std::string> out;
+  for (const auto& peer : peers_) out.push_back(peer->name() + ": " + peer->description());
+  return out;
+}
+
+std::vector<std::string> Runner::peers() const {
+  std::vector<std::string> names;
+  for (const auto& peer : peers_) names.push_back(peer->name());
   return names;
 }
 
@@ -220,7 +250,17 @@ Result<std::unique_ptr<Runner>> Runner::create_world(const Options& options, con
                                               "): " + comm.status().message());
     lanes.push_back({std::string(global_strategy_name(algo)), std::move(comm).value()});
   }
-  return std::unique_ptr<Runner>(new Runner(options, config, nullptr, std::move(lanes), true));
+  std::unique_ptr<Runner> runner(new Runner(options, config, nullptr, std::move(lanes), true));
+  if (!options.peers.empty() && options.devices_per_process != 1)
+    return Status(ErrorCode::kInvalidArgument,
+                  "--peers needs --devices-per-process 1 (a peer runs one rank per process)");
+  // Every process creates the same peers in the same order (each is collective).
+  for (const std::string& name : options.peers) {
+    auto peer = make_peer(name, runner->first_rank(), options.max_bytes);
+    if (!peer) return peer.status();
+    runner->peers_.push_back(std::move(peer).value());
+  }
+  return runner;
 }
 #endif
 
@@ -250,26 +290,55 @@ Status Runner::renew_communicators() {
 }
 
 std::vector<Row> Runner::run(const Case& c) {
+  const std::size_t slots = lanes_.size() + peers_.size();
+  copy_us_.clear();
   std::vector<Timing> out_of_place = measure(c, false);
-  std::vector<Timing> in_place(lanes_.size());
+  std::vector<Timing> in_place(slots);
   if (kind_has_in_place(c.kind)) in_place = measure(c, true);
-  std::vector<Row> rows(lanes_.size());
-  for (std::size_t l = 0; l < lanes_.size(); ++l) {
-    rows[l].c = c;
-    rows[l].algo = lanes_[l].name;
-    rows[l].out_of_place = out_of_place[l];
-    rows[l].in_place = in_place[l];
+  std::vector<Row> rows;
+  for (std::size_t l = 0; l < slots; ++l) {
+    if (!out_of_place[l].ran && !in_place[l].ran) continue;  // a peer without this case
+    Row row;
+    row.c = c;
+    if (l < lanes_.size()) {
+      row.algo = lanes_[l].name;
+      row.impl = world_ ? "ruccl-" + lanes_[l].name : "ruccl-inproc";
+    } else {
+      row.algo = row.impl = peers_[l - lanes_.size()]->name();
+      row.peer = true;
+    }
+    row.out_of_place = out_of_place[l];
+    row.in_place = in_place[l];
+    if (!copy_us_.empty() && l < lanes_.size()) {
+      // The memcpy's p50 over both placements' iterations (bytes copied / time).
+      std::vector<double> sorted = copy_us_;
+      std::sort(sorted.begin(), sorted.end());
+      const double p50 = sorted[(sorted.size() - 1) / 2];
+      const double gbps = p50 > 0 ? static_cast<double>(c.size_bytes) / p50 / 1e3 : 0;
+      row.model = all_reduce_model(c.ranks, c.size_bytes, gbps, usable_cpus(), row);
+    }
+    rows.push_back(std::move(row));
   }
   return rows;
 }
 
 std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
   const std::size_t lanes = lanes_.size();
-  std::vector<Timing> timings(lanes);
-  for (Timing& t : timings) t.ran = true;
+  const std::size_t slots = lanes + peers_.size();  // ruccl lanes, then peers
+  std::vector<Timing> timings(slots);
+  // A peer takes part only in the cases and placements it can run.
+  std::vector<bool> active(slots, true);
+  for (std::size_t p = 0; p < peers_.size(); ++p)
+    active[lanes + p] = peers_[p]->unsupported(c, in_place).empty();
+  for (std::size_t l = 0; l < slots; ++l) timings[l].ran = active[l];
   auto fail_all = [&](const Status& s) {
-    for (Timing& t : timings) t.error = s.to_string();
+    for (Timing& t : timings)
+      if (t.ran) t.error = s.to_string();
+    for (auto& peer : peers_) peer->release();
     return timings;
+  };
+  auto slot_name = [&](std::size_t slot) -> const std::string& {
+    return slot < lanes ? lanes_[slot].name : peers_[slot - lanes]->name();
   };
   if (Status s = renew_communicators(); !s) return fail_all(s);
   const DataModel model(c);
@@ -311,7 +380,7 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
   // return from any collective they are blocked in (world mode: the other
   // processes' ranks fail by their timeout).
   auto fail = [&](RankState& st, std::size_t lane, std::size_t rank, const Status& s) {
-    const std::string where = lanes_[lane].name.empty() ? "" : lanes_[lane].name + ": ";
+    const std::string where = slot_name(lane).empty() ? "" : slot_name(lane) + ": ";
     st.status = Status(s.code(), where + s.message());
     for (Lane& l : lanes_)
       l.comm->abort("ruccl-perf: rank " + std::to_string(rank) + " failed: " + s.to_string());
@@ -332,7 +401,7 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
     const std::size_t rank = first + local;
     RankState& st = ranks_[local];
     st.status = Status::ok();
-    st.wrong.assign(lanes, 0);
+    st.wrong.assign(slots, 0);
     st.status = ensure_bytes(st.in, model.input_count() * elem, local);
     if (st.status) st.status = ensure_bytes(st.out, out_count * elem, local);
     if (!st.status) return;
@@ -345,9 +414,27 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
     st.send_counts.assign(n, c.chunk);
     st.recv_counts.clear();
     model.fill_input(rank, input_at(st, rank));
+    // Peers (one local rank): the same buffers, ready once for the whole loop.
+    for (std::size_t p = 0; p < peers_.size() && st.status; ++p)
+      if (active[lanes + p])
+        st.status = peers_[p]->prepare(c, in_place, rank,
+                                       PeerBuffers{st.in_view.data, st.out_view.data});
   });
   setup = task_error(setup);
   if (!setup) return fail_all(setup);
+  // --model: local rank 0 times a single-thread memcpy of the same bytes in every
+  // iteration, after the collective, while the other ranks wait at the next
+  // barrier: the model's bandwidth comes from the same moments as the ring's.
+  const bool copy_model = options_.model && !world_ && c.kind == CollectiveKind::kAllReduce;
+  if (copy_model) {
+    RankState& st = ranks_.front();
+    Status s = ensure_bytes(st.copy_from, c.size_bytes, 0);
+    if (s) s = ensure_bytes(st.copy_to, c.size_bytes, 0);
+    if (!s) return fail_all(s);
+    std::memset(st.copy_from.data(), 0x5a, c.size_bytes);
+    std::memset(st.copy_to.data(), 0, c.size_bytes);
+    st.copy_us.clear();
+  }
 
   // 2. Warm-up and timed iterations; a barrier before each call, only the call
   //    timed; with several communicators, one call of each per iteration.
@@ -357,8 +444,8 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
   Status timed = pool_.run([&](std::size_t local) {
     const std::size_t rank = first + local;
     RankState& st = ranks_[local];
-    st.times_us.assign(lanes, std::vector<double>(iters, 0.0));
-    st.max_us.assign(lanes, std::vector<double>(iters, 0.0));
+    st.times_us.assign(slots, std::vector<double>(iters, 0.0));
+    st.max_us.assign(slots, std::vector<double>(iters, 0.0));
     for (std::size_t it = 0; it < warmup + iters; ++it) {
       for (std::size_t l = 0; l < lanes; ++l) {
         if (world_) {
@@ -378,6 +465,29 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
         if (it >= warmup)
           st.times_us[l][it - warmup] = std::chrono::duration<double, std::micro>(t1 - t0).count();
       }
+      if (copy_model && local == 0) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::memcpy(st.copy_to.data(), st.copy_from.data(), c.size_bytes);
+        asm volatile("" : : "r"(st.copy_to.data()) : "memory");  // the copy happens
+        const auto t1 = std::chrono::steady_clock::now();
+        if (it >= warmup) st.copy_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      }
+      // The peers, after ruccl, in the same iteration: the peer's own barrier
+      // (untimed), then the peer's call alone timed.
+      for (std::size_t l = lanes; l < slots; ++l) {
+        if (!active[l]) continue;
+        Peer& peer = *peers_[l - lanes];
+        Status s = peer.barrier();
+        const auto t0 = std::chrono::steady_clock::now();
+        if (s) s = peer.call();
+        const auto t1 = std::chrono::steady_clock::now();
+        if (!s) {
+          fail(st, l, rank, s);
+          return;
+        }
+        if (it >= warmup)
+          st.times_us[l][it - warmup] = std::chrono::duration<double, std::micro>(t1 - t0).count();
+      }
     }
     // World: the per-iteration max over every rank, with ruccl (off the timed path).
     if (world_ && iters > 0)
@@ -385,11 +495,23 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
         if (!agree(l, st, rank, st.times_us[l].data(), st.max_us[l].data(), DataType::kF64, iters,
                    ReduceOp::kMax))
           return;
+    // Peers: the same max, with MPI.
+    for (std::size_t l = lanes; l < slots && iters > 0; ++l) {
+      if (!active[l]) continue;
+      st.max_us[l] = st.times_us[l];
+      if (const Status s = peers_[l - lanes]->max_over_ranks(st.max_us[l]); !s) {
+        fail(st, l, rank, s);
+        return;
+      }
+    }
   });
   timed = task_error(timed);
   if (!timed) return fail_all(timed);
+  if (copy_model)
+    copy_us_.insert(copy_us_.end(), ranks_.front().copy_us.begin(), ranks_.front().copy_us.end());
 
-  for (std::size_t l = 0; l < lanes; ++l) {
+  for (std::size_t l = 0; l < slots; ++l) {
+    if (!active[l]) continue;
     Timing& timing = timings[l];
     std::vector<double> per_iter(iters, 0.0);
     for (std::size_t it = 0; it < iters; ++it)
@@ -409,14 +531,19 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
 
   // 3. Check, each communicator in turn: fresh inputs, poisoned outputs, one
   //    call, every element compared (world: the counts summed over all ranks).
-  if (!options_.check) return timings;
+  if (!options_.check) {
+    for (auto& peer : peers_) peer->release();
+    return timings;
+  }
   Status checked = pool_.run([&](std::size_t local) {
     const std::size_t rank = first + local;
     RankState& st = ranks_[local];
-    for (std::size_t l = 0; l < lanes; ++l) {
+    for (std::size_t l = 0; l < slots; ++l) {
+      if (!active[l]) continue;
       model.fill_input(rank, input_at(st, rank));
       if (!in_place) std::memset(at(st.out, 0), 0xa5, out_count * elem);
-      if (const Status s = call(*lanes_[l].comm, st, rank); !s) {
+      if (const Status s = l < lanes ? call(*lanes_[l].comm, st, rank) : peers_[l - lanes]->call();
+          !s) {
         fail(st, l, rank, s);
         return;
       }
@@ -427,13 +554,22 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
         else for (std::size_t got : st.recv_counts) wrong += got != c.chunk;
       }
       st.wrong[l] = wrong;
-      if (world_ && !agree(l, st, rank, &wrong, &st.wrong[l], DataType::kU64, 1, ReduceOp::kSum))
+      if (l >= lanes) {  // a peer: summed with MPI
+        if (const Status s = peers_[l - lanes]->sum_over_ranks(st.wrong[l]); !s) {
+          fail(st, l, rank, s);
+          return;
+        }
+      } else if (world_ &&
+                 !agree(l, st, rank, &wrong, &st.wrong[l], DataType::kU64, 1, ReduceOp::kSum)) {
         return;
+      }
     }
   });
   checked = task_error(checked);
   if (!checked) return fail_all(checked);
-  for (std::size_t l = 0; l < lanes; ++l) {
+  for (auto& peer : peers_) peer->release();
+  for (std::size_t l = 0; l < slots; ++l) {
+    if (!active[l]) continue;
     std::size_t wrong = 0;
     if (world_) wrong = ranks_.front().wrong[l];  // already the sum over every rank
     else for (const RankState& st : ranks_) wrong += st.wrong[l];

@@ -26,6 +26,12 @@
 //               strategies ("both") the calls interleave per iteration:
 //               A B A B ..., each after its own barrier, so that both see the
 //               same machine noise; each is checked separately afterwards.
+//               Peers (--peers, perf_peers.hpp; one device per process) join
+//               the same interleaving after the ruccl communicators, on the
+//               same buffers: the peer's own barrier (untimed: MPI_Barrier,
+//               gloo::BarrierAllToAll), then the peer's call (timed);
+//               their per-iteration max and wrong counts are agreed with MPI
+//               after the loop. ruccl's own timed path never calls MPI.
 #pragma once
 
 #include <condition_variable>
@@ -37,6 +43,7 @@
 #include <thread>
 #include <vector>
 
+#include "perf_peers.hpp"
 #include "perf_types.hpp"
 #include "ruccl/communicator.hpp"
 #include "ruccl/config.hpp"
@@ -87,6 +94,7 @@ class Runner {
   // Collective over MPI_COMM_WORLD: one world communicator per strategy of
   // options.algos (the Config's when empty), options.devices_per_process host
   // devices each. The first one created initialises MPI and is destroyed last.
+  // Then the peers of options.peers (which need devices_per_process 1).
   static Result<std::unique_ptr<Runner>> create_world(const Options& options, const Config& config);
 #endif
   ~Runner();
@@ -97,9 +105,16 @@ class Runner {
   std::size_t local_ranks() const;  // ranks (threads) of this process
   // The label of each communicator, in measuring order ("" in-process).
   std::vector<std::string> algos() const;
+  std::vector<std::string> peers() const;  // the peers' names, measured after algos()
+  std::vector<std::string> peer_descriptions() const;  // "<name>: <what it runs>"
+  // "<peer>: <why>" for each peer that can run neither placement of `c`.
+  std::vector<std::string> peers_without(const Case& c) const;
 
   // Measures out-of-place, then in-place (where the collective has it): one row
-  // per communicator, in algos() order.
+  // per communicator, in algos() order, then one per peer that can run the case
+  // (a placement it cannot run reads N/A). With --model (in-process all_reduce)
+  // every iteration also times a single-thread memcpy of the size (after the
+  // collective, on rank 0's thread) and the row gets its ModelEstimate.
   std::vector<Row> run(const Case& c);
 
  private:
@@ -110,7 +125,7 @@ class Runner {
   };
   Runner(const Options& options, const Config& config, std::shared_ptr<DeviceAdapter> adapter,
          std::vector<Lane> lanes, bool world);
-  std::vector<Timing> measure(const Case& c, bool in_place);
+  std::vector<Timing> measure(const Case& c, bool in_place);  // one per lane, then per peer
   Status renew_communicators();
   // The error to report for a task: a rank's own failure rather than the
   // kAborted its abort caused on the others; ok when every rank succeeded.
@@ -120,6 +135,8 @@ class Runner {
   Config config_;
   std::shared_ptr<DeviceAdapter> adapter_;  // in-process only (renewal)
   std::vector<Lane> lanes_;                 // world: lanes_[0] may own MPI; destroyed last
+  std::vector<std::unique_ptr<Peer>> peers_;  // destroyed before lanes_ (MPI)
+  std::vector<double> copy_us_;  // --model: memcpy times of the current case's iterations
   bool world_ = false;
   std::vector<RankState> ranks_;            // per local rank
   RankPool pool_;  // last: its threads use everything above; joined first

@@ -58,6 +58,14 @@ struct Options {
   bool memcpy_baseline = true;
   std::string json_path;
   std::string csv_path;
+  // --label: a free text written to the JSON ("label"), e.g. "np2-shm"; the plot
+  // prefixes the implementation names with it.
+  std::string label;
+  // --peers (world mode, one device per process): other implementations measured
+  // on the same ranks, sizes and buffers, interleaved with ruccl per iteration.
+  std::vector<std::string> peers;
+  // --model (in-process): the memory-traffic model of all_reduce per row.
+  bool model = false;
 };
 
 // One measured case: a collective at one size, one op and one placement.
@@ -87,11 +95,29 @@ struct Timing {
   std::string error;                 // a collective's error; empty when it succeeded
 };
 
+// --model: what the in-process ring all_reduce must move per rank, and the time
+// that takes at the memcpy bandwidth measured in the same run (perf_model.hpp).
+struct ModelEstimate {
+  double read_bytes = 0;    // per rank
+  double write_bytes = 0;   // per rank
+  double memcpy_gbps = 0;   // single-thread memcpy of size_bytes (p50, interleaved with the
+                            // iterations), 1e9 bytes copied per second
+  std::size_t cores = 0;    // min(ranks, CPUs this process may run on)
+  double time_us = 0;       // the model's time
+  double fraction_out_of_place = 0;  // model time / measured p50 time
+  double fraction_in_place = 0;
+};
+
 struct Row {
   Case c;
-  std::string algo;  // world mode: the global strategy's name; empty in-process
+  std::string algo;  // world mode: the global strategy's name, or the peer's; empty in-process
+  // The implementation, for plots: "ruccl-inproc", "ruccl-hierarchical",
+  // "ruccl-flat_ring", or a peer's name ("mpi", "gloo", "gloo_chunked").
+  std::string impl;
+  bool peer = false;  // measured by a peer (not ruccl)
   Timing out_of_place;
   Timing in_place;
+  std::optional<ModelEstimate> model;
 };
 
 // World mode: what the header and the JSON say about the world.
@@ -99,6 +125,8 @@ struct WorldInfo {
   std::size_t processes = 0;
   std::size_t devices_per_process = 0;
   std::vector<std::string> algos;  // measured interleaved, in this order
+  std::vector<std::string> peers;  // --peers, measured interleaved after the algos
+  std::vector<std::string> peer_descriptions;  // "<name>: <what it runs, how>"
 };
 
 struct MemcpyBaseline {

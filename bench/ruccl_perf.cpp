@@ -7,11 +7,14 @@
 // prints. For each collective, reduction op and size of the sweep it measures
 // out-of-place and in-place, checks every element (-c 1), and prints the
 // nccl-tests table (see perf_report.hpp, and perf_runner.hpp for how the times
-// are taken). Exit status: 0 when every call succeeded and every checked element
-// was right, 1 otherwise, 2 on bad usage.
+// are taken). World mode can measure peers in the same launch (--peers mpi,gloo:
+// perf_peers.hpp), in-process mode the all_reduce memory-traffic model (--model:
+// perf_model.hpp). Exit status: 0 when every call succeeded and every checked
+// element was right (peers' included), 1 otherwise, 2 on bad usage.
 //
-// Example: ruccl-perf --coll all_reduce --ranks 4 -b 8 -e 64M -f 4 -n 20 -w 5
+// Example: ruccl-perf --coll all_reduce --ranks 4 -b 8 -e 64M -f 4 -n 20 -w 5 --model
 //          mpirun -np 2 ruccl-perf --world --devices-per-process 2 --algo both -b 1M -e 64M -f 8
+//          mpirun -np 2 ruccl-perf --world --peers mpi,gloo -b 8 -e 64M --json np2.json
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "perf_peers.hpp"
 #include "perf_report.hpp"
 #include "perf_runner.hpp"
 #include "perf_types.hpp"
@@ -40,11 +44,14 @@ constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
 void print_usage(std::FILE* to) {
+  std::string peers;
+  for (const std::string& p : available_peers()) peers += (peers.empty() ? "" : ", ") + p;
+  if (peers.empty()) peers = "none in this build";
   std::fprintf(to,
       "usage: ruccl-perf [options]                              (in-process)\n"
       "       mpirun -np P ruccl-perf --world [--devices-per-process D]\n"
-      "                  [--algo hierarchical|flat_ring|both] [options]  (world)\n"
-      "  -o, --op-kind, --coll NAME  all_reduce|broadcast|reduce|all_gather|reduce_scatter|\n"
+      "                  [--algo hierarchical|flat_ring|both] [--peers LIST] [options]  (world)\n"
+      "      --coll, --op-kind NAME  all_reduce|broadcast|reduce|all_gather|reduce_scatter|\n"
       "                              all_to_all_v|all (default all_reduce)\n"
       "      --ranks N               in-process ranks (threads), 1..1024 (default 2)\n"
       "      --world                 world mode: the world communicator across the mpirun\n"
@@ -56,6 +63,23 @@ void print_usage(std::FILE* to) {
       "                              RUCCL_ALGO, else hierarchical); both measures the two\n"
       "                              communicators interleaved per iteration and prints\n"
       "                              the ratio of their p50 times\n"
+      "      --peers LIST            world mode, --devices-per-process 1: also measure\n"
+      "                              these implementations on the same ranks, sizes and\n"
+      "                              buffers, interleaved with ruccl per iteration, and\n"
+      "                              print the ratio ruccl/peer of p50 times per size:\n"
+      "                              mpi (MPI_Allreduce, _Bcast, _Reduce, _Allgather,\n"
+      "                              _Reduce_scatter_block, _Alltoallv), gloo (Gloo's\n"
+      "                              ring all-reduce; in place only), gloo_chunked\n"
+      "                              (Gloo's chunked ring). This build: %s\n"
+      "      --model                 in-process all_reduce: print the memory-traffic model\n"
+      "                              per size: per rank the ring reads 3(n-1)/n S and\n"
+      "                              writes 2(n-1)/n S bytes (reduce-scatter 2 reads + 1\n"
+      "                              write per chunk, all-gather 1 + 1); t_model =\n"
+      "                              n (R+W) / (2 M c), M = single-thread memcpy GB/s of\n"
+      "                              S (p50, timed in every iteration of this run after\n"
+      "                              the collective), c = min(n, CPUs); and the achieved\n"
+      "                              fraction t_model / p50\n"
+      "      --label TEXT            a name for this run, written to --json (plots)\n"
       "  -b, --minbytes SIZE         smallest size (default 32M); suffixes K, M, G (x1024)\n"
       "  -e, --maxbytes SIZE         largest size (default 32M)\n"
       "  -f, --stepfactor N          size multiplication factor (default 2)\n"
@@ -63,8 +87,9 @@ void print_usage(std::FILE* to) {
       "  -w, --warmup_iters N        warm-up iterations (default 5)\n"
       "  -c, --check 0|1             check every result element (default 1)\n"
       "  -d, --datatype NAME         f16|bf16|f32|f64|i8|u8|i32|i64|u64|bytes (default f32)\n"
-      "  -r, --redop NAME            sum|mean|min|max|prod|all (default sum)\n"
-      "      --root N                root of broadcast and reduce (default 0)\n"
+      "  -o, --op, --redop NAME      sum|mean|min|max|prod|all (default sum)\n"
+      "  -r, --root N                root of broadcast and reduce (default 0); -r NAME is\n"
+      "                              still read as the reduction op\n"
       "      --max-chunk-bytes SIZE  byte budget of one message (default: Config)\n"
       "      --json FILE, --csv FILE write the results there too\n"
       "      --memcpy, --no-memcpy   print the single-thread memcpy bandwidth of the\n"
@@ -76,7 +101,9 @@ void print_usage(std::FILE* to) {
       "reduce_scatter, all_to_all_v (n-1)/n; broadcast, reduce 1). time = mean over\n"
       "iterations of the per-iteration max over all ranks. RUCCL_* environment\n"
       "variables (Config::from_env) apply, e.g. RUCCL_SEGMENT_BYTES; world mode's\n"
-      "timeout defaults to 60 s (RUCCL_TIMEOUT).\n");
+      "timeout defaults to 60 s (RUCCL_TIMEOUT). A progress line goes to stderr when\n"
+      "it is a terminal.\n",
+      peers.c_str());
 }
 
 std::optional<std::size_t> parse_count(std::string_view text) {
@@ -123,6 +150,16 @@ std::vector<Flag> make_flags(Options& o, bool& help) {
       return std::nullopt;
     };
   };
+  auto set_op = [&o](std::string_view v) -> std::optional<std::string> {
+    if (v == "all") {
+      o.ops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
+      return std::nullopt;
+    }
+    const auto op = parse_op(v);
+    if (!op) return "unknown reduction op '" + std::string(v) + "'";
+    o.ops = {*op};
+    return std::nullopt;
+  };
   auto bytes_into = [](std::size_t& field, const char* what) {
     return [&field, what](std::string_view v) -> std::optional<std::string> {
       const auto n = parse_bytes(v);
@@ -132,7 +169,7 @@ std::vector<Flag> make_flags(Options& o, bool& help) {
     };
   };
   return {
-      {'o', {"op-kind", "coll"}, true, [&o](std::string_view v) -> std::optional<std::string> {
+      {0, {"op-kind", "coll"}, true, [&o](std::string_view v) -> std::optional<std::string> {
          if (v == "all") {
            o.collectives.assign(std::begin(kAllCollectives), std::end(kAllCollectives));
            return std::nullopt;
@@ -175,17 +212,27 @@ std::vector<Flag> make_flags(Options& o, bool& help) {
          o.dtype = *dtype;
          return std::nullopt;
        }},
-      {'r', {"redop"}, true, [&o](std::string_view v) -> std::optional<std::string> {
-         if (v == "all") {
-           o.ops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
-           return std::nullopt;
+      {'o', {"op", "redop"}, true, set_op},
+      // -r N: the root (nccl-tests); -r NAME: the op (this tool's earlier -r).
+      {'r', {"root"}, true, [&o, set_op, root = count_into(o.root, 0, "--root")](std::string_view v) {
+         if (!v.empty() && !std::isdigit(static_cast<unsigned char>(v[0]))) return set_op(v);
+         return root(v);
+       }},
+      {0, {"peers"}, true, [&o](std::string_view v) -> std::optional<std::string> {
+         o.peers.clear();
+         while (!v.empty()) {
+           const auto comma = v.find(',');
+           const std::string name(v.substr(0, comma));
+           v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+           if (name.empty()) continue;
+           if (const std::string why = peer_unavailable(name); !why.empty()) return why;
+           if (std::find(o.peers.begin(), o.peers.end(), name) == o.peers.end())
+             o.peers.push_back(name);
          }
-         const auto op = parse_op(v);
-         if (!op) return "unknown reduction op '" + std::string(v) + "'";
-         o.ops = {*op};
          return std::nullopt;
        }},
-      {0, {"root"}, true, count_into(o.root, 0, "--root")},
+      {0, {"model"}, false, [&o](std::string_view) { o.model = true; return std::optional<std::string>(); }},
+      {0, {"label"}, true, [&o](std::string_view v) { o.label = v; return std::optional<std::string>(); }},
       {0, {"max-chunk-bytes"}, true, [&o](std::string_view v) -> std::optional<std::string> {
          const auto n = parse_bytes(v);
          if (!n || *n == 0) return "--max-chunk-bytes needs a size >= 1";
@@ -235,10 +282,17 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o, bool& h
   if (o.world) {
     if (o.ranks_given) return "--ranks is for in-process mode; with --world use --devices-per-process";
     if (o.devices_per_process > 1024) return "--devices-per-process must be at most 1024";
+    if (!o.peers.empty() && o.devices_per_process != 1)
+      return "--peers needs --devices-per-process 1: a peer (MPI, Gloo) runs one rank per "
+             "process, so only then do ruccl and the peer have the same ranks and bytes per "
+             "rank (measure D > 1 with --algo, and the peers in a separate launch with D = 1 "
+             "and P x D processes)";
+    if (o.model) return "--model is for the in-process all_reduce (no --world)";
     // --root is checked against the world size once the world exists.
   } else {
     if (o.devices_given) return "--devices-per-process needs --world";
     if (!o.algos.empty()) return "--algo needs --world";
+    if (!o.peers.empty()) return "--peers needs --world (run under mpirun)";
     if (o.root >= o.ranks) return "--root must be below --ranks";
   }
   return std::nullopt;
@@ -328,7 +382,8 @@ int main(int argc, char** argv) {
   std::optional<WorldInfo> world;
   if (run.world()) {
     options.ranks = run.world_size();  // every Case is planned for the global n
-    world = WorldInfo{run.world_size() / run.local_ranks(), run.local_ranks(), run.algos()};
+    world = WorldInfo{run.world_size() / run.local_ranks(), run.local_ranks(), run.algos(),
+                      run.peers(), run.peer_descriptions()};
   }
   // Only global rank 0 prints the table (in-process: the only process).
   const bool printer = run.first_rank() == 0;
@@ -360,7 +415,7 @@ int main(int argc, char** argv) {
   if (out) print_header(out, options, config, baseline, world);
 
   const bool progress = printer && isatty(STDERR_FILENO) != 0;
-  const std::size_t lanes = run.algos().size();
+  std::size_t done = 0;
   std::vector<Row> rows;
   bool stopped = false;
   for (std::size_t k = 0; k < plan.size() && !stopped; ++k) {
@@ -369,9 +424,16 @@ int main(int argc, char** argv) {
       print_note(out, kind_reduces(options.collectives[k]) && options.dtype == DataType::kBytes
                           ? "skipped: dtype bytes cannot be reduced"
                           : "skipped: every size is below one element per rank");
+    if (out && options.model && options.collectives[k] != CollectiveKind::kAllReduce)
+      print_note(out, "--model: the model covers all_reduce only");
+    std::optional<ReduceOp> noted;  // peers without rows: said once per op of a section
     for (const Case& c : plan[k]) {
+      if (out && (&c == &plan[k].front() || c.op != noted)) {
+        for (const std::string& note : run.peers_without(c)) print_note(out, note);
+        noted = c.op;
+      }
       if (progress) {
-        std::fprintf(stderr, "\r[%zu/%zu] %s %zu bytes...", rows.size() / lanes + 1, total,
+        std::fprintf(stderr, "\r[%zu/%zu] %s %zu bytes...", ++done, total,
                      std::string(kind_name(c.kind)).c_str(), c.size_bytes);
         std::fflush(stderr);
       }
@@ -379,9 +441,14 @@ int main(int argc, char** argv) {
       if (progress) std::fprintf(stderr, "\r\033[K");
       for (const Row& row : measured) {
         if (out) print_row(out, row);
+        if (out && row.model) print_model(out, row);
         rows.push_back(row);
       }
-      if (out && measured.size() == 2) print_ratio(out, measured[0], measured[1]);
+      // Interleaved rows: each ruccl row against every later row (the other
+      // strategy, the peers).
+      for (std::size_t a = 0; out && a < measured.size(); ++a)
+        for (std::size_t b = a + 1; !measured[a].peer && b < measured.size(); ++b)
+          print_ratio(out, measured[a], measured[b]);
       // A world communicator cannot be renewed after an error: the run ends.
       if (run.world() && any_error(measured)) {
         if (out) print_note(out, "stopped: the world communicator failed");

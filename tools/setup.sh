@@ -7,7 +7,7 @@ set -euo pipefail
 # MPI and UCX are optional parts of ruccl; the packages let their tests run.
 RUCCL_PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev
                 openmpi-bin libopenmpi-dev libucx-dev ucx-utils iproute2 util-linux
-                munge slurmctld slurmd slurm-client)
+                munge slurmctld slurmd slurm-client gfortran libgloo-dev)
 
 ruccl_setup() {
   local missing=()

@@ -1,0 +1,51 @@
+// ruccl-perf --model: the memory traffic of the in-process ring all_reduce, and
+// the time it needs at the memcpy bandwidth measured in the same run.
+//
+// How the library moves the bytes (src/ring/all_reduce.cpp, passes.cpp,
+// src/core/engine.cpp, src/device/host/host_adapter.cpp): the tensor of S bytes
+// is cut into n balanced chunks of ~S/n; the work buffer is the output (in place:
+// the input). Each step, every rank pulls one chunk from its ring predecessor's
+// memory with its own thread (no staging, no message):
+//   reduce-scatter, n-1 steps, Combine::kReduceInput: out[c] = in[c] op peer[c]
+//     (step 0 reads the peer's input, later steps the peer's partial in its work
+//     buffer): reads 2 chunks, writes 1 chunk per step.
+//   all-gather, n-1 steps, Combine::kCopy (memmove): out[c] = peer[c]:
+//     reads 1 chunk, writes 1 chunk per step.
+// Per rank:  reads  R = 3 (n-1)/n S      writes  W = 2 (n-1)/n S.
+// The input is never copied first, and nothing else touches the tensor (Mean
+// adds one scaling pass, not modelled: the model is for sum/prod/min/max).
+//
+// A memcpy of B bytes reads B and writes B; measured at M bytes copied per
+// second, memory moves 2M bytes/s on one core. With n rank threads on c usable
+// CPUs (c = min(n, CPUs of this process)), assuming each busy core moves bytes as
+// fast as the single-thread memcpy and nothing else limits:
+//   t_model = n (R + W) / (2 M c)
+// and the achieved fraction = t_model / measured p50 time (1.0 = the ring runs
+// at memcpy speed). Caveats: memory bandwidth shared by the cores may not scale
+// with c; memcpy of large sizes uses non-temporal stores, the reduce loops
+// ordinary ones (write-allocate adds a read per written line); the model
+// ignores the 2(n-1) step barriers, which dominate small sizes. M is measured
+// per size and interleaved with the ring: in every timed iteration rank 0's
+// thread copies S bytes after the collective (the other ranks wait at the next
+// barrier), and M = S / the p50 of those copies, so machine drift hits the model
+// and the measurement alike, and small, cache-resident sizes compare with a
+// cache-resident copy.
+#pragma once
+
+#include <cstddef>
+
+#include "perf_types.hpp"
+
+namespace ruccl::perf {
+
+// CPUs this process may run on (sched_getaffinity), at least 1.
+std::size_t usable_cpus();
+
+
+// The model for `ranks` threads all-reducing `bytes`, with memcpy at `memcpy_gbps`
+// (1e9 bytes copied per second); fractions from the row's measured p50 times.
+// (The runner measures the memcpy: perf_runner.hpp.)
+ModelEstimate all_reduce_model(std::size_t ranks, std::size_t bytes, double memcpy_gbps,
+                               std::size_t cpus, const Row& measured);
+
+}  // namespace ruccl::perf
