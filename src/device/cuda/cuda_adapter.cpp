@@ -176,13 +176,9 @@ class CudaAdapter final : public DeviceAdapter {
   }
 
   Status begin(Work& work, std::size_t rank) override {
-    auto lane = lane_of(work, rank);
-    RUCCL_TRY(lane);
-    Lane& l = *lane.value();
-    std::lock_guard lock(l.mutex);
-    DeviceGuard guard(l.gpu);
-    RUCCL_TRY(guard.status());
-    return wait_produced(l, work.ranks[rank]);
+    return on_lane(work, rank, [&](Lane& l) -> Status {
+      return wait_produced(l, work.ranks[rank]);
+    });
   }
 
   Result<std::shared_ptr<void>> allocate(DeviceId device, std::size_t bytes) override {
@@ -194,74 +190,62 @@ class CudaAdapter final : public DeviceAdapter {
   Status copy(Work& work, std::size_t rank, void* dst, const void* src, std::size_t count) override {
     const std::size_t bytes = count * dtype_size(work.dtype);
     if (bytes == 0 || dst == src) return Status::ok();
-    auto lane = lane_of(work, rank);
-    RUCCL_TRY(lane);
-    Lane& l = *lane.value();
-    std::lock_guard lock(l.mutex);
-    DeviceGuard guard(l.gpu);
-    RUCCL_TRY(guard.status());
-    RUCCL_TRY(check_pointer(dst, dtype_size(work.dtype), l.gpu, "copy destination", l.name()));
-    return settle(l, queue_copy(l, dst, src, l.gpu, bytes), "copy");
+    return on_lane(work, rank, [&](Lane& l) -> Status {
+      RUCCL_TRY(check_pointer(dst, dtype_size(work.dtype), l.gpu, "copy destination", l.name()));
+      return settle(l, queue_copy(l, dst, src, l.gpu, bytes), "copy");
+    });
   }
 
   Status exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
                   Combine combine) override {
-    auto lane = lane_of(work, rank);
-    RUCCL_TRY(lane);
-    Lane& l = *lane.value();
-    std::lock_guard lock(l.mutex);
-    DeviceGuard guard(l.gpu);
-    RUCCL_TRY(guard.status());
-    const std::size_t es = dtype_size(work.dtype);
-    bool queued = false;
-    Status status = [&]() -> Status {
-      for (const Transfer& t : incoming) {
-        if (t.src.count == 0) continue;
-        if (t.peer >= work.world || t.peer >= work.ranks.size())
-          return out_of_bounds("peer", rank, t);
-        const RankBuffers& from = work.ranks[t.peer];
-        const bool from_input = t.source == Source::kInput;
-        const void* base = from_input ? from.input : from.send;
-        if (base == nullptr || t.src.end() > (from_input ? from.input_count : from.send_count))
-          return out_of_bounds("source range", rank, t);
-        auto src_gpu = gpu_of(from.device);
-        RUCCL_TRY(src_gpu);
-        RUCCL_TRY(check_pointer(base, es, src_gpu.value(),
-                                "rank " + std::to_string(t.peer) + "'s " +
-                                    (from_input ? "input" : "send buffer"),
-                                device_name(from.device)));
-        RUCCL_TRY(wait_produced(l, from));
-        const auto* src = static_cast<const std::byte*>(base) + t.src.offset * es;
-        queued = true;
-        RUCCL_TRY(apply(l, work, rank, t.dst_offset, src, src_gpu.value(), t.src.count, combine));
-      }
-      return Status::ok();
-    }();
-    // Even after a failure, nothing this call queued may outlive it.
-    return queued ? settle(l, std::move(status), "exchange") : status;
+    return on_lane(work, rank, [&](Lane& l) -> Status {
+      const std::size_t es = dtype_size(work.dtype);
+      bool queued = false;
+      Status status = [&]() -> Status {
+        for (const Transfer& t : incoming) {
+          if (t.src.count == 0) continue;
+          if (t.peer >= work.world || t.peer >= work.ranks.size())
+            return out_of_bounds("peer", rank, t);
+          const RankBuffers& from = work.ranks[t.peer];
+          const bool from_input = t.source == Source::kInput;
+          const void* base = from_input ? from.input : from.send;
+          if (base == nullptr || t.src.end() > (from_input ? from.input_count : from.send_count))
+            return out_of_bounds("source range", rank, t);
+          auto src_gpu = gpu_of(from.device);
+          RUCCL_TRY(src_gpu);
+          RUCCL_TRY(check_pointer(base, es, src_gpu.value(),
+                                  "rank " + std::to_string(t.peer) + "'s " +
+                                      (from_input ? "input" : "send buffer"),
+                                  device_name(from.device)));
+          RUCCL_TRY(wait_produced(l, from));
+          const auto* src = static_cast<const std::byte*>(base) + t.src.offset * es;
+          queued = true;
+          RUCCL_TRY(apply(l, work, rank, t.dst_offset, src, src_gpu.value(), t.src.count, combine));
+        }
+        return Status::ok();
+      }();
+      // Even after a failure, nothing this call queued may outlive it.
+      return queued ? settle(l, std::move(status), "exchange") : status;
+    });
   }
 
   Status combine(Work& work, std::size_t rank, std::size_t dst_offset, const void* staged,
                  std::size_t count, Combine combine) override {
     if (count == 0) return Status::ok();
     if (staged == nullptr) return Status(ErrorCode::kInternal, "cuda adapter: null staged message");
-    auto lane = lane_of(work, rank);
-    RUCCL_TRY(lane);
-    Lane& l = *lane.value();
-    std::lock_guard lock(l.mutex);
-    DeviceGuard guard(l.gpu);
-    RUCCL_TRY(guard.status());
-    // The message (host memory the transport owns) comes up once, then combines
-    // like a transfer from this GPU.
-    const std::size_t bytes = count * dtype_size(work.dtype);
-    auto staging = l.staging.reserve(l.gpu, l.stream.get(), bytes);
-    RUCCL_TRY(staging);
-    Status status = check(cudaMemcpyAsync(staging.value(), staged, bytes, cudaMemcpyDefault, l.stream.get()),
-                          "cudaMemcpyAsync of a received message to " + l.name(), l.gpu);
-    if (status)
-      status = apply(l, work, rank, dst_offset, staging.value(), l.gpu, count, combine,
-                     /*src_is_staging=*/true);
-    return settle(l, std::move(status), "combine");
+    return on_lane(work, rank, [&](Lane& l) -> Status {
+      // The message (host memory the transport owns) comes up once, then combines
+      // like a transfer from this GPU.
+      const std::size_t bytes = count * dtype_size(work.dtype);
+      auto staging = l.staging.reserve(l.gpu, l.stream.get(), bytes);
+      RUCCL_TRY(staging);
+      Status status = check(cudaMemcpyAsync(staging.value(), staged, bytes, cudaMemcpyDefault, l.stream.get()),
+                            "cudaMemcpyAsync of a received message to " + l.name(), l.gpu);
+      if (status)
+        status = apply(l, work, rank, dst_offset, staging.value(), l.gpu, count, combine,
+                       /*src_is_staging=*/true);
+      return settle(l, std::move(status), "combine");
+    });
   }
 
   Status scale(Work& work, std::size_t rank, void* data, std::size_t count,
@@ -269,35 +253,39 @@ class CudaAdapter final : public DeviceAdapter {
     RUCCL_TRY(core::check_reducible(work.dtype, ReduceOp::kMean));
     if (divisor == 0) return Status(ErrorCode::kInternal, "Mean divisor is zero");
     if (count == 0) return Status::ok();
-    auto lane = lane_of(work, rank);
-    RUCCL_TRY(lane);
-    Lane& l = *lane.value();
-    std::lock_guard lock(l.mutex);
-    DeviceGuard guard(l.gpu);
-    RUCCL_TRY(guard.status());
-    RUCCL_TRY(check_pointer(data, dtype_size(work.dtype), l.gpu, "Mean's result", l.name()));
-    return settle(l,
-                  check(static_cast<cudaError_t>(kernels::launch_divide(
-                            *kernel_type(work.dtype), data, count, divisor, l.sm_count, l.stream.get())),
-                        "Mean's division kernel launch on " + l.name(), l.gpu),
-                  "scale");
+    return on_lane(work, rank, [&](Lane& l) -> Status {
+      RUCCL_TRY(check_pointer(data, dtype_size(work.dtype), l.gpu, "Mean's result", l.name()));
+      return settle(l,
+                    check(static_cast<cudaError_t>(kernels::launch_divide(
+                              *kernel_type(work.dtype), data, count, divisor, l.sm_count, l.stream.get())),
+                          "Mean's division kernel launch on " + l.name(), l.gpu),
+                    "scale");
+    });
   }
 
   Status finish(Work& work, std::size_t rank) override {
+    return on_lane(work, rank, [&](Lane& l) -> Status {
+      RUCCL_TRY(check(cudaEventRecord(l.done.get(), l.stream.get()),
+                      "cudaEventRecord (completion) on " + l.name(), l.gpu));
+      RUCCL_TRY(check(cudaStreamWaitEvent(caller_stream(work.ranks[rank].stream), l.done.get(), 0),
+                      "cudaStreamWaitEvent of the caller's stream on " + l.name(), l.gpu));
+      return l.sync("finish");
+    });
+  }
+
+ private:
+  // Runs `body(lane)` on `rank`'s lane: the lane locked and its GPU current.
+  template <typename Body>
+  Status on_lane(Work& work, std::size_t rank, Body&& body) {
     auto lane = lane_of(work, rank);
     RUCCL_TRY(lane);
     Lane& l = *lane.value();
     std::lock_guard lock(l.mutex);
     DeviceGuard guard(l.gpu);
     RUCCL_TRY(guard.status());
-    RUCCL_TRY(check(cudaEventRecord(l.done.get(), l.stream.get()),
-                    "cudaEventRecord (completion) on " + l.name(), l.gpu));
-    RUCCL_TRY(check(cudaStreamWaitEvent(caller_stream(work.ranks[rank].stream), l.done.get(), 0),
-                    "cudaStreamWaitEvent of the caller's stream on " + l.name(), l.gpu));
-    return l.sync("finish");
+    return body(l);
   }
 
- private:
   Result<int> gpu_of(DeviceId device) const {
     if (device.kind != DeviceKind::kCuda)
       return Status(ErrorCode::kInvalidArgument,
