@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds ruccl, and runs every test through ctest;
 # then the in-process tests once under ThreadSanitizer and once under
-# AddressSanitizer + UBSan (separate build trees). Exits non-zero on any failure.
+# AddressSanitizer + UBSan (separate build trees), and the libFuzzer targets
+# for 60 s. Exits non-zero on any failure.
 #   RUCCL_SKIP_SANITIZERS=1 ./test.sh   skips the two sanitizer runs.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -17,6 +18,9 @@ fi
 
 ruccl_build build
 (cd build && ctest --output-on-failure -j 2)
+
+echo "== libFuzzer: the wire header and fingerprint parsers, 60 s each (both at once)"
+tests/fuzz/run.sh build-fuzz "${RUCCL_FUZZ_SECONDS:-60}"
 
 if [ "${RUCCL_SKIP_SANITIZERS:-0}" != "1" ]; then
   # Only what the inproc label needs is built under the sanitizers.

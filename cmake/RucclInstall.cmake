@@ -29,7 +29,7 @@ find_package(Threads REQUIRED)  # src/ found it in its own directory scope
 # The parts this build has, in dependency order; object libraries linked into
 # them (the CUDA backend) join too.
 set(ruccl_parts "")
-foreach(part ruccl ruccl_bootstrap ruccl_transport ruccl_multinode)
+foreach(part ruccl ruccl_bootstrap_base ruccl_bootstrap ruccl_transport ruccl_multinode)
   if(TARGET ${part})
     list(APPEND ruccl_parts ${part})
   endif()

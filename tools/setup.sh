@@ -7,7 +7,8 @@ set -euo pipefail
 # MPI and UCX are optional parts of ruccl; the packages let their tests run.
 RUCCL_PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev
                 openmpi-bin libopenmpi-dev libucx-dev ucx-utils iproute2 util-linux
-                munge slurmctld slurmd slurm-client gfortran libgloo-dev)
+                munge slurmctld slurmd slurm-client gfortran libgloo-dev
+                clang libclang-rt-14-dev)
 
 ruccl_setup() {
   local missing=()

@@ -28,12 +28,15 @@ class Config {
   static constexpr std::size_t kDefaultSegmentBytes = std::size_t{1} << 20;    // 1 MiB
   static constexpr std::chrono::milliseconds kDefaultTimeout{300'000};         // 300 s
   static constexpr std::chrono::milliseconds kMaxTimeout{10'000'000'000};      // 10^7 s
+  static constexpr std::size_t kDefaultFlightRecorder = 64;                    // entries per rank
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring), RUCCL_LOCAL_ALGO (ring),
   // RUCCL_NUM_DEVICES, RUCCL_INTRA_NODE_TRANSPORT (shm|tcp), RUCCL_DEBUG
-  // (WARN|INFO|TRACE), RUCCL_DEBUG_FILE, RUCCL_TRACE. An unparsable value is an
-  // error naming the variable.
+  // (WARN|INFO|TRACE), RUCCL_DEBUG_FILE, RUCCL_TRACE, RUCCL_FAULT (a fault plan),
+  // RUCCL_FLIGHT_RECORDER (entries per rank; 0 = off) and
+  // RUCCL_FLIGHT_RECORDER_SIGNAL (0 = no SIGUSR1 handler). An unparsable value
+  // is an error naming the variable.
   static Result<Config> from_env();
   // Same, over `base` instead of the defaults.
   static Result<Config> from_env(Config base);
@@ -48,6 +51,9 @@ class Config {
   Config& with_log_file(std::string pattern) { log_file_ = std::move(pattern); return *this; }
   Config& with_trace_file(std::string pattern) { trace_file_ = std::move(pattern); return *this; }
   Config& with_intra_node_shared_memory(bool on) { intra_node_shm_ = on; return *this; }
+  Config& with_fault(std::string spec) { fault_ = std::move(spec); return *this; }
+  Config& with_flight_recorder(std::size_t entries) { flight_recorder_ = entries; return *this; }
+  Config& with_flight_recorder_signal(bool on) { flight_recorder_signal_ = on; return *this; }
 
   // Number of local participating devices (ranks in this process).
   std::size_t num_devices() const { return num_devices_; }
@@ -76,9 +82,24 @@ class Config {
   // over tcp (loopback): a dead peer is kPeerFailure at once, small messages
   // take about 4x longer.
   bool intra_node_shared_memory() const { return intra_node_shm_; }
+  // Fault injection plan (RUCCL_FAULT), for testing failure paths; empty: none.
+  // Grammar (src/core/fault.hpp): faults separated by ';', each
+  // "kind:key=value,...", e.g. "stall:rank=1,seq=3,ms=2000",
+  // "exit:rank=2,seq=5,step=3,code=9", "adapter:rank=0,seq=1,verb=combine",
+  // "drop:rank=0,seq=4,step=1", "corrupt:rank=1,seq=2".
+  const std::string& fault() const { return fault_; }
+  // Flight recorder (RUCCL_FLIGHT_RECORDER): each rank keeps its last N
+  // collectives (sequence number, kind, bytes, state, times) and the
+  // communicator dumps them to the log destination when a collective fails
+  // (timeout, peer failure, device error). 0 disables it.
+  std::size_t flight_recorder() const { return flight_recorder_; }
+  // Whether ruccl installs a SIGUSR1 handler that dumps every live flight
+  // recorder (RUCCL_FLIGHT_RECORDER_SIGNAL=0: no). Installed only while
+  // SIGUSR1 has its default action: an application's handler is never replaced.
+  bool flight_recorder_signal() const { return flight_recorder_signal_; }
 
   // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,
-  // 0 < timeout <= kMaxTimeout).
+  // 0 < timeout <= kMaxTimeout) and parses the fault plan.
   Status validate() const;
   // The settings that differ between two configs, e.g. "max_chunk_bytes 4 vs 8"; empty if equal.
   std::string difference(const Config& other) const;
@@ -95,6 +116,9 @@ class Config {
   std::string log_file_;
   std::string trace_file_;
   bool intra_node_shm_ = true;
+  std::string fault_;
+  std::size_t flight_recorder_ = kDefaultFlightRecorder;
+  bool flight_recorder_signal_ = true;
 };
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept;

@@ -24,8 +24,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ruccl/status.hpp"
@@ -117,6 +119,41 @@ class DeviceAdapter {
   // in-process need not implement it (the default is kUnsupported).
   virtual Status combine(Work& work, std::size_t rank, std::size_t dst_offset, const void* staged,
                          std::size_t count, Combine combine);
+
+  // Staging through host memory, for transports that cannot read or write the
+  // device's memory (UCX without CUDA support). A rank's staging work may be
+  // queued asynchronously; each verb returns a ticket, and wait_staged(t)
+  // returns once that work and all staging work the rank queued before it has
+  // completed. The caller waits before it reuses or frees a host buffer, and
+  // before its step returns (also after a failure). The defaults: no staging
+  // memory or stage_out (kUnsupported); stage_in is combine(), synchronous.
+  using StageTicket = std::uint64_t;
+  // `bytes` of host memory the device copies to and from fast (CUDA: pinned).
+  virtual Result<std::shared_ptr<void>> allocate_host_staging(DeviceId device, std::size_t bytes) {
+    (void)device;
+    (void)bytes;
+    return Status(ErrorCode::kUnsupported, std::string(device_kind_name(kind())) +
+                                               " adapter has no host staging memory");
+  }
+  // host_dst = `range` (elements) of rank's send buffer (or input).
+  virtual Result<StageTicket> stage_out(Work& work, std::size_t rank, Source source, Range range,
+                                        void* host_dst) {
+    (void)work, (void)rank, (void)source, (void)range, (void)host_dst;
+    return Status(ErrorCode::kUnsupported,
+                  std::string(device_kind_name(kind())) + " adapter cannot stage out");
+  }
+  // Like combine(): `count` elements at host_src into rank's recv buffer at
+  // dst_offset. host_src must stay untouched until the ticket completes.
+  virtual Result<StageTicket> stage_in(Work& work, std::size_t rank, std::size_t dst_offset,
+                                       const void* host_src, std::size_t count, Combine how) {
+    RUCCL_TRY(this->combine(work, rank, dst_offset, host_src, count, how));
+    return StageTicket{0};
+  }
+  virtual Status wait_staged(Work& work, std::size_t rank, StageTicket ticket) {
+    (void)work, (void)rank, (void)ticket;
+    return Status::ok();
+  }
+
   // data[i] /= divisor for `count` elements of work.dtype (Mean's final scaling).
   virtual Status scale(Work& work, std::size_t rank, void* data, std::size_t count,
                        std::size_t divisor) = 0;

@@ -35,6 +35,7 @@ enum class ErrorCode : std::uint8_t {
   kFinished,                // a call after finish_collective
   kPeerFailure,             // a remote peer died (multinode)
   kInternal,                // a broken invariant inside ruccl
+  kProtocolError,           // a message failed validation: bad header, checksum or job token
 };
 
 std::string_view error_code_name(ErrorCode code) noexcept;

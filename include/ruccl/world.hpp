@@ -13,7 +13,9 @@
 // hierarchical strategy is not implemented yet.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ruccl/communicator.hpp"
@@ -25,5 +27,20 @@ namespace ruccl {
 // processes pass different numbers of local devices.
 Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<DeviceId> local_devices,
                                                                 Config config);
+
+// Collective over `processes` processes that meet in `directory` instead of
+// MPI: no MPI call, no mpirun. For processes started by other means, and for
+// the survivors of a failed job (Open MPI 4.1 cannot shrink an MPI
+// communicator that holds a dead process): each survivor passes a new, empty
+// directory they all can reach (a shared file system across nodes), its own
+// index `process` (0 <= process < processes, distinct) and the survivor count.
+// Ranks: processes ordered by (node = hostname, index) x devices per process +
+// local index, as under MPI. Every wait of creation ends by config.timeout():
+// a process that never arrives gives every present process kTimeout naming
+// its index. The directory must be fresh: one that an earlier communicator
+// used is kInvalidArgument. Same contract as create_world_communicator otherwise.
+Result<std::shared_ptr<Communicator>> create_world_communicator_from_directory(
+    std::string directory, std::size_t process, std::size_t processes,
+    std::vector<DeviceId> local_devices, Config config);
 
 }  // namespace ruccl

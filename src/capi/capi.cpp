@@ -46,6 +46,7 @@ ruccl_result_t to_c(ErrorCode code) noexcept {
     case ErrorCode::kFinished: return RUCCL_ERROR_FINISHED;
     case ErrorCode::kPeerFailure: return RUCCL_ERROR_PEER_FAILURE;
     case ErrorCode::kInternal: return RUCCL_ERROR_INTERNAL;
+    case ErrorCode::kProtocolError: return RUCCL_ERROR_PROTOCOL;
   }
   return RUCCL_ERROR_INTERNAL;
 }
@@ -145,6 +146,7 @@ const char* ruccl_error_string(ruccl_result_t code) {
     case RUCCL_ERROR_FINISHED: return "Finished";
     case RUCCL_ERROR_PEER_FAILURE: return "PeerFailure";
     case RUCCL_ERROR_INTERNAL: return "Internal";
+    case RUCCL_ERROR_PROTOCOL: return "ProtocolError";
   }
   return "Unknown";
 }

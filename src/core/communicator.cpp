@@ -1,11 +1,16 @@
 // The in-process native communicator: request building, the per-call protocol
 // (check locally, prepare, rendezvous, execute, depart) and the registry.
+// Each call also feeds the flight recorder, and consults the fault plan
+// (stall and adapter faults act here, exit faults in the engine).
 #include "ruccl/communicator.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <thread>
 
 #include "core/engine.hpp"
+#include "core/fault.hpp"
+#include "core/flight_recorder.hpp"
 #include "core/log.hpp"
 #include "core/rendezvous.hpp"
 #include "core/spanning.hpp"
@@ -29,6 +34,16 @@ std::string_view collective_name(CollectiveKind kind) noexcept {
   return "?";
 }
 
+namespace {
+
+// The plan of a validated config (validate() parsed it already).
+core::FaultPlan fault_plan(const Config& config) {
+  auto plan = core::FaultPlan::parse(config.fault());
+  return plan.is_ok() ? std::move(plan.value()) : core::FaultPlan{};
+}
+
+}  // namespace
+
 struct Communicator::Impl {
   Impl(std::vector<DeviceId> devs, std::shared_ptr<DeviceAdapter> adp, Config cfg,
        std::unique_ptr<core::Spanning> span)
@@ -44,9 +59,14 @@ struct Communicator::Impl {
         logger(config),
         tracer(config.trace_file().empty()
                    ? nullptr
-                   : std::make_unique<core::Tracer>(config.trace_file(), first, devices.size())) {}
+                   : std::make_unique<core::Tracer>(config.trace_file(), first, devices.size())),
+        faults(fault_plan(config)),
+        recorder(first, devices.size(), config) {}
 
   Result<core::RankOutcome> call(std::size_t rank, core::Request req, const CallOptions& options);
+  // A stall fault: sleeps before the agreement, waking when the communicator
+  // breaks (abort, or peers' timeout) so the test does not wait it out.
+  void stall_if_planned(std::size_t rank, std::uint64_t seq);
 
   const std::vector<DeviceId> devices;
   const std::shared_ptr<DeviceAdapter> adapter;
@@ -59,7 +79,27 @@ struct Communicator::Impl {
   std::vector<core::ScratchCache> scratch;           // per rank, its thread only
   core::Logger logger;
   std::unique_ptr<core::Tracer> tracer;  // null unless RUCCL_TRACE / Config::trace_file
+  const core::FaultPlan faults;          // RUCCL_FAULT; empty almost always
+  core::FlightRecorder recorder;
+  std::atomic<bool> user_aborted{false};  // abort() was called: kAborted is no failure to dump
 };
+
+void Communicator::Impl::stall_if_planned(std::size_t rank, std::uint64_t seq) {
+  const core::Fault* fault = faults.find(core::FaultKind::kStall, rank, seq);
+  if (!fault) return;
+  const auto length =
+      fault->stall.count() > 0 ? fault->stall : config.timeout() + std::chrono::seconds(2);
+  logger.log(LogLevel::kWarn, rank,
+             "fault injection: stalls " + std::to_string(length.count()) +
+                 " ms before collective #" + std::to_string(seq));
+  const auto until = core::Clock::now() + length;
+  while (!rendezvous.broken()) {
+    const auto now = core::Clock::now();
+    if (now >= until) return;
+    std::this_thread::sleep_for(
+        std::min<core::Clock::duration>(std::chrono::milliseconds(10), until - now));
+  }
+}
 
 Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Request req,
                                                    const CallOptions& options) {
@@ -82,13 +122,24 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
   // Check what this rank alone can check, and capture its tensor. A failure here
   // is not returned yet: it travels to the rendezvous so every rank gets it.
   Result<core::Geometry> geometry = core::check_local(req, rank, world, devices[local]);
+  const std::size_t bytes = geometry.is_ok() ? geometry.value().count * dtype_size(req.dtype) : 0;
+  recorder.begin(local, seq, req, bytes);
+  // An adapter fault for this (rank, seq): this rank's verbs go through a
+  // wrapper that fails the planned one.
+  DeviceAdapter* device = adapter.get();
+  std::optional<core::FaultyAdapter> faulty;
+  if (!faults.empty()) {
+    if (const core::Fault* f = faults.find(core::FaultKind::kAdapter, rank, seq))
+      device = &faulty.emplace(*adapter, *f);
+  }
   std::shared_ptr<AdapterState> state;
   if (geometry.is_ok()) {
     const TensorView& view = req.has_input ? req.in : (req.out ? *req.out : req.in);
-    auto prepared = core::guarded([&] { return adapter->prepare(view, devices[local]); });
+    auto prepared = core::guarded([&] { return device->prepare(view, devices[local]); });
     if (prepared.is_ok()) state = std::move(prepared.value());
     else geometry = prepared.status();
   }
+  if (!faults.empty()) stall_if_planned(rank, seq);
 
   // Across processes, every rank agrees with every other before the local
   // rendezvous; in-process, the last local rank to arrive does it.
@@ -96,20 +147,22 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
   if (spanning) {
     core::ScopedSpan agree(tracer.get(), local, "agree (fingerprints)", "phase");
     agreed = spanning->agree_all(local, seq, req, geometry, config.timeout());
+    if (agreed->is_ok()) recorder.mark(local, core::FlightState::kAgreed);
   }
   const auto deadline = core::Clock::now() + config.timeout();
   auto generation = rendezvous.arrive(local, seq, req, geometry, deadline,
                                       agreed ? &*agreed : nullptr);
-  RUCCL_TRY(generation);
-  Result<core::RankOutcome> outcome = generation.value()->plan.status();
-  if (generation.value()->plan.is_ok()) {
+  Result<core::RankOutcome> outcome =
+      generation.is_ok() ? generation.value()->plan.status() : generation.status();
+  if (generation.is_ok() && generation.value()->plan.is_ok()) {
+    recorder.mark(local, core::FlightState::kRunning);
     core::RankJob job;
     job.rank = local;
     job.global_rank = rank;
     job.world = world;
     core::Executors executors;
     if (spanning) {
-      executors = spanning->executors(local, seq, req.kind, generation.value()->work, *adapter,
+      executors = spanning->executors(local, seq, req.kind, generation.value()->work, *device,
                                       generation.value()->plan.value(), config.timeout());
       job.run = executors.run.get();
       job.across = executors.across.get();
@@ -118,17 +171,25 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
     job.geometry = &geometry.value();
     job.generation = generation.value();
     job.rendezvous = &rendezvous;
-    job.adapter = adapter.get();
+    job.adapter = device;
     job.state = std::move(state);
     job.segment_bytes = config.segment_bytes();
     job.scratch = &scratch[local];
     job.timeout = config.timeout();
     job.tracer = tracer.get();
+    if (!faults.empty() && faults.any(core::FaultKind::kExit, rank, seq)) job.faults = &faults;
     outcome = core::execute(job);
+    // A failure while running (not a plan error, which every rank derived
+    // alike): ranks in other processes may be blocked on this one. Tell them.
+    if (spanning && !outcome.is_ok()) spanning->failed(local, seq, outcome.status());
   }
-  rendezvous.depart(local);
+  // A rank that failed to arrive never joined the generation: nothing to depart.
+  if (generation.is_ok()) rendezvous.depart(local);
+  if (auto dumped = recorder.end(local, outcome.status(), user_aborted.load())) {
+    outcome = Status(outcome.status().code(),
+                     outcome.status().message() + "; flight recorder dumped to " + *dumped);
+  }
   if (tracer || logger.enabled(LogLevel::kWarn)) {
-    const std::size_t bytes = geometry.is_ok() ? geometry.value().count * dtype_size(req.dtype) : 0;
     span.add_arg("\"bytes\":" + std::to_string(bytes));
     if (!outcome.is_ok()) {
       span.add_arg("\"error\":\"" + std::string(error_code_name(outcome.status().code())) + "\"");
@@ -193,6 +254,7 @@ const std::vector<DeviceId>& Communicator::devices() const { return impl_->devic
 const Config& Communicator::config() const { return impl_->config; }
 
 void Communicator::abort(std::string reason) {
+  impl_->user_aborted.store(true);
   if (impl_->spanning) impl_->spanning->abort();
   impl_->rendezvous.abort(Status(ErrorCode::kAborted, std::move(reason)));
 }

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/fault.hpp"
+
 namespace ruccl {
 namespace {
 
@@ -91,6 +93,18 @@ Result<Config> Config::from_env(Config base) {
   }
   if (const char* v = std::getenv("RUCCL_DEBUG_FILE")) c.log_file_ = v;
   if (const char* v = std::getenv("RUCCL_TRACE")) c.trace_file_ = v;
+  if (const char* v = std::getenv("RUCCL_FAULT")) c.fault_ = v;
+  if (const char* v = std::getenv("RUCCL_FLIGHT_RECORDER")) {
+    auto r = parse_size("RUCCL_FLIGHT_RECORDER", v);
+    RUCCL_TRY(r);
+    c.flight_recorder_ = r.value();
+  }
+  if (const char* v = std::getenv("RUCCL_FLIGHT_RECORDER_SIGNAL")) {
+    const std::string s = v;
+    if (s == "0") c.flight_recorder_signal_ = false;
+    else if (s == "1") c.flight_recorder_signal_ = true;
+    else return bad_env("RUCCL_FLIGHT_RECORDER_SIGNAL", s, "0 or 1");
+  }
   RUCCL_TRY(c.validate());
   return c;
 }
@@ -108,6 +122,10 @@ Status Config::validate() const {
     return Status(ErrorCode::kInvalidArgument,
                   "timeout of " + std::to_string(timeout_.count()) +
                       " ms exceeds the maximum of 10^7 s; ruccl never waits without a deadline");
+  if (!fault_.empty()) {
+    auto plan = core::FaultPlan::parse(fault_);
+    if (!plan.is_ok()) return plan.status().with_context("RUCCL_FAULT / Config::fault");
+  }
   return Status::ok();
 }
 
@@ -130,6 +148,10 @@ std::string Config::difference(const Config& other) const {
     out += std::string(out.empty() ? "" : ", ") + "trace_file differs";
   field("intra_node_shared_memory", static_cast<int>(intra_node_shm_),
         static_cast<int>(other.intra_node_shm_));
+  if (fault_ != other.fault_) out += std::string(out.empty() ? "" : ", ") + "fault differs";
+  field("flight_recorder", flight_recorder_, other.flight_recorder_);
+  field("flight_recorder_signal", static_cast<int>(flight_recorder_signal_),
+        static_cast<int>(other.flight_recorder_signal_));
   return out;
 }
 

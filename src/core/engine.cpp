@@ -13,9 +13,13 @@
 // completion, so a failure in any of them reaches every rank.
 #include "core/engine.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <optional>
 #include <string>
 
+#include "core/fault.hpp"
 #include "ring/algorithms.hpp"
 #include "ring/schedule.hpp"
 
@@ -84,6 +88,63 @@ class PhasedRun final : public ring::RankRun {
   std::optional<ScopedSpan> span_;
 };
 
+// Fault injection (exit faults, RankJob::faults): wraps an executor and counts
+// the steps this rank starts in the collective, over every level (the local
+// and the cross-process rings share one counter, 0-based). When the planned
+// step starts, the process ends at once, as a crashed peer would: no unwinding,
+// no destructors, only stderr flushed so the line explaining it is not lost.
+class ExitRun final : public ring::RankRun {
+ public:
+  ExitRun(ring::RankRun& inner, const FaultPlan& plan, std::size_t rank, std::uint64_t seq,
+          std::uint32_t& steps)
+      : inner_(inner), plan_(plan), rank_(rank), seq_(seq), steps_(steps) {}
+  std::size_t rank() const override { return inner_.rank(); }
+  std::size_t world() const override { return inner_.world(); }
+  std::size_t message_elements() const override { return inner_.message_elements(); }
+  Status step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
+              Combine combine) override {
+    const std::uint32_t step = steps_++;
+    if (const Fault* f = plan_.find(FaultKind::kExit, rank_, seq_, step)) {
+      std::fprintf(stderr, "ruccl fault injection: rank %zu exits in collective #%llu step %u\n",
+                   rank_, static_cast<unsigned long long>(seq_), step);
+      std::fflush(stderr);
+      ::_exit(f->exit_code);
+    }
+    return inner_.step(sends, recvs, combine);
+  }
+  Status share(Status mine) override { return inner_.share(std::move(mine)); }
+  void phase(const char* name) override { inner_.phase(name); }
+
+ private:
+  ring::RankRun& inner_;
+  const FaultPlan& plan_;
+  const std::size_t rank_;  // global
+  const std::uint64_t seq_;
+  std::uint32_t& steps_;
+};
+
+// An executor with the decorators its job asks for: the exit fault (when
+// planned for this rank and collective), then tracing (when `tracer` is set).
+// Without either, it is the executor itself.
+class Decorated {
+ public:
+  Decorated(ring::RankRun& base, const RankJob& job, std::uint32_t& steps, Tracer* tracer,
+            std::string trace_args)
+      : run_(&base) {
+    if (job.faults)
+      run_ = &exit_.emplace(*run_, *job.faults, job.global_rank, job.generation->seq, steps);
+    if (tracer) run_ = &phased_.emplace(*run_, tracer, job.rank, std::move(trace_args));
+  }
+  Decorated(const Decorated&) = delete;
+  Decorated& operator=(const Decorated&) = delete;
+  ring::RankRun& operator*() { return *run_; }
+
+ private:
+  ring::RankRun* run_;
+  std::optional<ExitRun> exit_;
+  std::optional<PhasedRun> phased_;
+};
+
 Shape with_rows(const Shape& shape, std::size_t rows) {
   Shape out = shape.size() <= 1 ? Shape{rows} : shape;
   out[0] = rows;
@@ -109,9 +170,8 @@ class RankExecution {
     Status setup_status = guarded([&] { return setup(); });
     RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(setup_status), Clock::now() + job_.timeout));
     InProcRun in_process(job_, rank_, world_);
-    ring::RankRun* run = job_.run != nullptr ? job_.run : &in_process;
-    std::optional<PhasedRun> phased;
-    if (job_.tracer) run = &phased.emplace(*run, job_.tracer, local_, trace_args());
+    Decorated run(job_.run != nullptr ? *job_.run : in_process, job_, steps_, job_.tracer,
+                  job_.tracer ? trace_args() : std::string());
     RUCCL_TRY(guarded([&] { return algorithm(*run); }));
     Status done = guarded([&] { return complete(); });
     RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(done), Clock::now() + job_.timeout));
@@ -238,10 +298,11 @@ class RankExecution {
     switch (req_.kind) {
       case CollectiveKind::kAllReduce:
         if (job_.across != nullptr) {
-          InProcRun local(job_, local_, work_.world);
-          if (!job_.tracer) return ring::hierarchical_all_reduce(local, *job_.across, geo_.count, 1);
-          PhasedRun phased(local, job_.tracer, local_, trace_args());
-          return ring::hierarchical_all_reduce(phased, *job_.across, geo_.count, 1);
+          InProcRun in_process(job_, local_, work_.world);
+          Decorated local(in_process, job_, steps_, job_.tracer,
+                          job_.tracer ? trace_args() : std::string());
+          Decorated across(*job_.across, job_, steps_, nullptr, std::string());
+          return ring::hierarchical_all_reduce(*local, *across, geo_.count, 1);
         }
         return ring::ring_all_reduce(run, geo_.count, 1);
       case CollectiveKind::kReduce: return ring::chain_reduce(run, segments(), plan_.root);
@@ -327,6 +388,7 @@ class RankExecution {
   std::shared_ptr<void> allocated_;  // the value form's output
   std::shared_ptr<void> scratch_;    // kept until every peer is done reading it
   std::size_t out_rows_ = 0;
+  std::uint32_t steps_ = 0;  // steps started, over every level (exit faults count them)
   RankOutcome outcome_;
 };
 

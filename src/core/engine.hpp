@@ -13,6 +13,8 @@
 
 namespace ruccl::core {
 
+class FaultPlan;
+
 struct RankOutcome {
   std::optional<Tensor> tensor;          // value forms
   std::vector<std::size_t> recv_counts;  // all_to_all_v
@@ -48,6 +50,9 @@ struct RankJob {
   ScratchCache* scratch = nullptr;
   std::chrono::milliseconds timeout{};  // of every wait (each barrier gets now + timeout)
   Tracer* tracer = nullptr;  // set: phase spans of the algorithm (RUCCL_TRACE)
+  // Set only when the plan holds an exit fault for this rank and collective:
+  // the executors are wrapped to _exit() when the planned step starts.
+  const FaultPlan* faults = nullptr;
 };
 
 Result<RankOutcome> execute(const RankJob& job);

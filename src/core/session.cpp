@@ -124,14 +124,20 @@ Result<std::optional<Tensor>> Session::reduce(PeerId peer, const TensorView& ten
   auto g = group_for(peer);
   RUCCL_TRY(g);
   std::size_t root_rank = 0;
+  bool unknown_root = false;
   {
     std::lock_guard lock(mutex_);
     auto it = peers_.find(root);
     // An unknown root becomes an out-of-range rank, so every peer gets the error.
-    root_rank = it == peers_.end() ? g.value().second->world_size()
-                                   : static_cast<std::size_t>(std::distance(peers_.begin(), it));
+    unknown_root = it == peers_.end();
+    root_rank = unknown_root ? g.value().second->world_size()
+                             : static_cast<std::size_t>(std::distance(peers_.begin(), it));
   }
-  return g.value().second->reduce(g.value().first, tensor, op, root_rank);
+  auto reduced = g.value().second->reduce(g.value().first, tensor, op, root_rank);
+  // The communicator names the stand-in rank; the caller passed a peer id.
+  if (unknown_root && !reduced.is_ok())
+    return reduced.status().with_context("root " + peer_str(root) + " is not registered");
+  return reduced;
 }
 
 Result<Tensor> Session::broadcast(PeerId peer, const std::optional<TensorView>& tensor) {

@@ -39,6 +39,10 @@ class Spanning {
   virtual Result<Plan> agree_all(std::size_t local, std::uint64_t seq, const Request& request,
                                  const Result<Geometry>& geometry,
                                  std::chrono::milliseconds timeout) = 0;
+  // Collective `seq` failed on `local` after the plan was agreed (an adapter
+  // error, a local timeout, a failed step): ranks in other processes may wait
+  // on it, so they are sent a failure notice. Never blocks long.
+  virtual void failed(std::size_t local, std::uint64_t seq, const Status& error) = 0;
   // How `local` runs collective `seq` over `work`: see Executors.
   virtual Executors executors(std::size_t local, std::uint64_t seq, CollectiveKind kind,
                               Work& work, DeviceAdapter& adapter, const Plan& plan,

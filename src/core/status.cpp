@@ -23,6 +23,7 @@ std::string_view error_code_name(ErrorCode code) noexcept {
     case ErrorCode::kFinished: return "Finished";
     case ErrorCode::kPeerFailure: return "PeerFailure";
     case ErrorCode::kInternal: return "Internal";
+    case ErrorCode::kProtocolError: return "ProtocolError";
   }
   return "Unknown";
 }

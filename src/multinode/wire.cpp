@@ -42,7 +42,25 @@ Result<std::vector<std::uint64_t>> encode(const core::Request& q,
   return w;
 }
 
-Decoded decode(const std::vector<std::uint64_t>& w, std::size_t world) {
+Result<Decoded> decode(std::span<const std::uint64_t> w, std::size_t world) {
+  auto bad = [](const std::string& what) {
+    return Status(ErrorCode::kProtocolError, "fingerprint record: " + what);
+  };
+  if (w.size() != wire_words(world))
+    return bad(std::to_string(w.size()) + " words, expected " + std::to_string(wire_words(world)));
+  auto in_range = [&](std::size_t i, std::uint64_t last, const char* name) -> Status {
+    if (w[i] <= last) return Status::ok();
+    return bad(std::string(name) + " " + std::to_string(w[i]) + " out of range");
+  };
+  RUCCL_TRY(in_range(0, static_cast<std::uint64_t>(CollectiveKind::kAllToAllV), "collective kind"));
+  RUCCL_TRY(in_range(1, static_cast<std::uint64_t>(DataType::kBytes), "dtype"));
+  RUCCL_TRY(in_range(2, static_cast<std::uint64_t>(ReduceOp::kProd), "op"));
+  RUCCL_TRY(in_range(4, 1, "has_input flag"));
+  RUCCL_TRY(in_range(5, 1, "output flag"));
+  RUCCL_TRY(in_range(8, static_cast<std::uint64_t>(ErrorCode::kProtocolError), "error code"));
+  RUCCL_TRY(in_range(12, kMaxDims, "dims"));
+  RUCCL_TRY(in_range(kHeader + kMaxDims + world, kMessageWords * 8, "message length"));
+
   Decoded d;
   core::Request& q = d.request;
   q.kind = static_cast<CollectiveKind>(w[0]);
@@ -52,7 +70,7 @@ Decoded decode(const std::vector<std::uint64_t>& w, std::size_t world) {
   q.has_input = w[4] != 0;
   if (w[5] != 0) q.out = TensorView{nullptr, q.dtype, Shape{w[6]}, {}, nullptr};
   q.max_chunk_bytes = w[7];
-  const std::size_t dims = std::min<std::size_t>(w[12], kMaxDims);
+  const std::size_t dims = w[12];
   q.shape.assign(w.begin() + kHeader, w.begin() + kHeader + dims);
   q.in.shape = q.shape;
   q.in.dtype = q.dtype;
@@ -62,7 +80,7 @@ Decoded decode(const std::vector<std::uint64_t>& w, std::size_t world) {
   if (code == ErrorCode::kOk) {
     d.geometry = core::Geometry{w[9], w[10], w[11]};
   } else {
-    const std::size_t len = std::min<std::size_t>(w[kHeader + kMaxDims + world], kMessageWords * 8);
+    const std::size_t len = w[kHeader + kMaxDims + world];
     std::string msg(len, '\0');
     std::memcpy(msg.data(), w.data() + kHeader + kMaxDims + world + 1, len);
     d.geometry = Status(code, msg);

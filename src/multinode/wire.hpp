@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/request.hpp"
@@ -22,6 +23,10 @@ struct Decoded {
   core::Request request;
   Result<core::Geometry> geometry = Status(ErrorCode::kInternal, "not decoded");
 };
-Decoded decode(const std::vector<std::uint64_t>& words, std::size_t world);
+// Validates before it trusts: the record's length, every enum (kind, dtype,
+// op, error code) in range, flags 0 or 1, dims and text lengths within their
+// fields. kProtocolError naming the first field out of range. Never reads
+// outside `words` (fuzzed: tests/fuzz).
+Result<Decoded> decode(std::span<const std::uint64_t> words, std::size_t world);
 
 }  // namespace ruccl::multinode

@@ -4,7 +4,10 @@
 // runs the src/ring algorithms through TransportRun.
 #include "ruccl/world.hpp"
 
+#include <sys/random.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -24,22 +27,30 @@ namespace {
 using transport::Clock;
 constexpr std::uint32_t kDataComm = 0;     // tag comm field of algorithm messages
 constexpr std::uint32_t kControlComm = 1;  // ... of fingerprint messages
-constexpr std::uint32_t kAcrossComm = 2;
-constexpr auto kCloseBound = std::chrono::seconds(2);  // graceful endpoint closes at destruction   // ... of a hierarchical all-reduce's inter-process rings
+constexpr std::uint32_t kAcrossComm = 2;   // ... of a hierarchical all-reduce's inter-process rings
+constexpr auto kCloseBound = std::chrono::seconds(2);  // graceful endpoint closes at destruction
+
+// The config was validated, so its fault plan parses.
+core::FaultPlan plan_of(const Config& config) {
+  auto plan = core::FaultPlan::parse(config.fault());
+  return plan ? std::move(plan).value() : core::FaultPlan{};
+}
 
 class WorldSpanning final : public core::Spanning {
  public:
   WorldSpanning(std::unique_ptr<std::atomic<bool>> abort_flag,
                 std::unique_ptr<bootstrap::Bootstrap> boot,
                 std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
-                std::size_t world, GlobalStrategy strategy)
-      : abort_flag_(std::move(abort_flag)),
+                std::size_t world, const Config& config)
+      : logger_(config),
+        abort_flag_(std::move(abort_flag)),
         bootstrap_(std::move(boot)),
         transports_(std::move(transports)),
         first_(first),
         world_(world),
         per_process_(transports_.size()),
-        strategy_(strategy) {}
+        strategy_(config.global_strategy()),
+        faults_(plan_of(config)) {}
   ~WorldSpanning() override {
     // Graceful closes (ucp_ep_close_nbx, flushing) need every worker of every
     // process to make progress at the same time, so each local transport closes
@@ -74,11 +85,15 @@ class WorldSpanning final : public core::Spanning {
       if (r == me) continue;
       theirs[r].resize(mine.value().size());
       sends.push_back({r, mine.value().data(), bytes,
-                       transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(me), 0})});
+                       transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(me), 0}),
+                       seq});
       recvs.push_back({r, theirs[r].data(), bytes,
-                       transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(r), 0})});
+                       transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(r), 0}),
+                       seq});
     }
-    RUCCL_TRY(transports_[local]->exchange(sends, recvs, Clock::now() + timeout));
+    RUCCL_TRY(transports_[local]
+                  ->exchange(sends, recvs, Clock::now() + timeout)
+                  .with_context(core::describe(seq, request.kind) + ": agreement (fingerprints)"));
     std::vector<multinode::Decoded> decoded(world_);
     std::vector<const core::Request*> requests(world_);
     std::vector<const Result<core::Geometry>*> locals(world_);
@@ -87,12 +102,24 @@ class WorldSpanning final : public core::Spanning {
         requests[r] = &request;
         locals[r] = &geometry;
       } else {
-        decoded[r] = multinode::decode(theirs[r], world_);
+        auto d = multinode::decode(theirs[r], world_);
+        if (!d) {
+          const Status bad = d.status().with_context(
+              "collective #" + std::to_string(seq) + ": the fingerprint from rank " +
+              std::to_string(r));
+          transports_[local]->notify_failure(seq, bad);  // the others agreed: tell them
+          return bad;
+        }
+        decoded[r] = std::move(d).value();
         requests[r] = &decoded[r].request;
         locals[r] = &decoded[r].geometry;
       }
     }
     return core::agree(requests, locals, seq);
+  }
+
+  void failed(std::size_t local, std::uint64_t seq, const Status& error) override {
+    transports_[local]->notify_failure(seq, error);  // once per transport
   }
 
   // hierarchical (the default): ranks of this process read each other's memory
@@ -104,10 +131,22 @@ class WorldSpanning final : public core::Spanning {
                             std::chrono::milliseconds timeout) override {
     core::Executors out;
     const std::size_t processes = world_ / per_process_;
+    auto options = [&](std::uint32_t comm) {
+      transport::TransportRunOptions o{comm, seq, plan.message_elements, timeout};
+      if (!faults_.empty()) {
+        o.faults = &faults_;
+        o.fault_rank = first_ + local;
+      }
+      if (logger_.enabled(LogLevel::kTrace))  // the memory path, once per executor
+        o.log = [this, rank = first_ + local](const std::string& line) {
+          logger_.log(LogLevel::kTrace, rank, line);
+        };
+      return o;
+    };
     if (strategy_ == GlobalStrategy::kHierarchical) {
       if (processes == 1) return out;  // in-process throughout
       if (kind == CollectiveKind::kAllReduce && per_process_ > 1) {
-        transport::TransportRunOptions o{kAcrossComm, seq, plan.message_elements, timeout};
+        transport::TransportRunOptions o = options(kAcrossComm);
         o.peer_base = local;
         o.peer_stride = per_process_;
         out.across = std::make_unique<transport::TransportRun>(
@@ -116,12 +155,12 @@ class WorldSpanning final : public core::Spanning {
       }
     }
     out.run = std::make_unique<transport::TransportRun>(
-        *transports_[local], adapter, work, local, first_ + local, world_,
-        transport::TransportRunOptions{kDataComm, seq, plan.message_elements, timeout});
+        *transports_[local], adapter, work, local, first_ + local, world_, options(kDataComm));
     return out;
   }
 
  private:
+  core::Logger logger_;  // TRACE lines of the executors (the core logs the rest)
   std::unique_ptr<std::atomic<bool>> abort_flag_;  // read by the transports: outlives them
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;
@@ -129,6 +168,7 @@ class WorldSpanning final : public core::Spanning {
   const std::size_t world_;
   const std::size_t per_process_;
   const GlobalStrategy strategy_;
+  const core::FaultPlan faults_;  // drop/corrupt faults for the executors (RUCCL_FAULT)
 };
 
 // Each process's blob: for each local rank, an 8-byte length then its address.
@@ -142,6 +182,41 @@ std::vector<std::byte> pack(const std::vector<std::unique_ptr<transport::Transpo
     out.insert(out.end(), a.begin(), a.end());
   }
   return out;
+}
+
+// The job token: process 0 draws 128 bits from the OS random source and every
+// process receives them through the bootstrap. Every message header carries
+// it; a message with another token (from another job) is refused.
+Result<transport::JobToken> share_job_token(bootstrap::Bootstrap& boot) {
+  transport::JobToken token{};
+  std::vector<std::byte> mine;
+  if (boot.topology().process == 0) {
+    std::size_t got = 0;
+    while (got < token.size()) {
+      const ssize_t n = getrandom(token.data() + got, token.size() - got, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        // Every process must still reach the all_gather below: an empty blob
+        // from process 0 tells them that no token could be drawn.
+        token = {};
+        got = 0;
+        break;
+      }
+      got += static_cast<std::size_t>(n);
+    }
+    if (got == token.size()) {
+      const auto* p = reinterpret_cast<const std::byte*>(token.data());
+      mine.assign(p, p + token.size());
+    }
+  }
+  auto blobs = boot.all_gather(mine);
+  RUCCL_TRY(blobs);
+  const std::vector<std::byte>& first = blobs.value().front();
+  if (first.size() != token.size())
+    return Status(ErrorCode::kInternal,
+                  "process 0 could not draw a job token from the OS random source (getrandom)");
+  std::memcpy(token.data(), first.data(), token.size());
+  return token;
 }
 
 Status unpack(const std::vector<std::byte>& blob, std::size_t count,
@@ -184,24 +259,25 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
   RUCCL_TRY(bootstrap::agree_on(*boot, static_cast<std::size_t>(config.global_strategy()),
                                 "as global strategy (RUCCL_ALGO; 0 hierarchical, 1 flat_ring)",
                                 ErrorCode::kInvalidArgument));
-  // Device buffers across processes need UCX with CUDA support or staging
-  // through pinned host buffers; neither is wired up yet (TransportRun reads
-  // send buffers with host code). Agreed first, so that every process fails.
+  // Device buffers across processes: every TransportRun step passes device
+  // pointers to UCX where its build supports CUDA memory, and otherwise runs
+  // the staged pipeline through pinned host buffers (transport_run.hpp,
+  // choose_memory_path). Every process must hold the same kind of device.
   const bool cuda = local_devices.front().kind == DeviceKind::kCuda;
   RUCCL_TRY(bootstrap::agree_on(*boot, cuda ? 1 : 0, "as CUDA devices (1 yes, 0 no)",
                                 ErrorCode::kInvalidArgument));
-  if (cuda)
-    return Status(ErrorCode::kUnsupported,
-                  "CUDA devices across processes are not supported yet (needs CUDA-aware UCX or "
-                  "staging through pinned host buffers); use Communicator::create in one process");
   const bootstrap::Topology& topo = boot->topology();
   const std::size_t world = topo.processes * per_process;
   const std::size_t first = topo.process * per_process;
+
+  auto token = share_job_token(*boot);
+  RUCCL_TRY(token);
 
   // Endpoints to ranks on this node skip peer-failure detection (shared memory).
   auto abort_flag = std::make_unique<std::atomic<bool>>(false);
   transport::TransportOptions options;
   options.abort = abort_flag.get();
+  options.token = token.value();
   if (config.intra_node_shared_memory())
     for (std::size_t peer = 0; peer < world; ++peer)
       options.unwatched_peers.push_back(topo.node_of_process[peer / per_process] == topo.node);
@@ -220,6 +296,30 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
     connected = t->connect(addresses, Clock::now() + config.timeout());
     if (!connected) break;
   }
+  // The handshake (job tokens) needs every local transport to progress at the
+  // same time: one thread each, like the closes.
+  if (connected) {
+    std::vector<Status> shook(transports.size());
+    std::vector<std::thread> threads;
+    const auto deadline = Clock::now() + config.timeout();
+    try {
+      for (std::size_t d = 1; d < transports.size(); ++d)
+        threads.emplace_back([&, d] { shook[d] = transports[d]->handshake(deadline); });
+    } catch (const std::exception& e) {  // no thread: the others time out, and we say why
+      shook[0] = Status(ErrorCode::kInternal, std::string("handshake thread: ") + e.what());
+    }
+    if (shook[0]) shook[0] = transports[0]->handshake(deadline);
+    for (auto& th : threads) th.join();
+    for (const Status& s : shook)
+      if (!s) {
+        connected = s;
+        // A refused peer is worth a log line even with logging off.
+        Config loud = config;
+        if (loud.log_level() == LogLevel::kOff) loud.with_log_level(LogLevel::kWarn);
+        core::Logger(loud).log(LogLevel::kWarn, first, s.to_string());
+        break;
+      }
+  }
   // Every process has connected before any goes on: a process that returned
   // at once and destroyed its workers (create, then destroy) would otherwise
   // pull the shared-memory segments from under peers still attaching to them.
@@ -237,7 +337,18 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
                    std::to_string(topo.nodes) + " nodes; this process is " +
                    std::to_string(topo.process) + " on node " + std::to_string(topo.node) +
                    "; strategy " + std::string(global_strategy_name(config.global_strategy())));
-    // Which UCX transports reach each peer, e.g. tcp to ranks on other nodes.
+    // How device buffers meet UCX, and which UCX transports reach each peer
+    // (e.g. tcp to ranks on other nodes).
+    for (std::size_t d = 0; d < per_process; ++d)
+      logger.log(LogLevel::kInfo, first + d,
+                 std::string("memory path: ") +
+                     transport::memory_path_name(transport::choose_memory_path(
+                         local_devices.front().kind,
+                         transports[d]->supports(transport::MemoryType::kCuda), false)) +
+                     " (" + std::string(device_kind_name(local_devices.front().kind)) +
+                     " buffers; UCX " +
+                     (transports[d]->supports(transport::MemoryType::kCuda) ? "with" : "without") +
+                     " CUDA memory support)");
     for (std::size_t d = 0; d < per_process; ++d)
       for (std::size_t peer = 0; peer < world; ++peer)
         logger.log(LogLevel::kInfo, first + d,
@@ -251,7 +362,7 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
   RUCCL_TRY(adapter);
   auto spanning = std::make_unique<WorldSpanning>(std::move(abort_flag), std::move(boot),
                                                   std::move(transports),
-                                                  first, world, config.global_strategy());
+                                                  first, world, config);
   return core::make_spanning_communicator(std::move(local_devices), adapter.value(),
                                           std::move(config), std::move(spanning));
 }

@@ -1,5 +1,14 @@
 // UcxTransport::exchange: one step's messages, posted and waited for.
 //
+// Framing: every message carries a WireHeader (wire_header.hpp). A payload of
+// at most kInlineBytes travels in one UCX message behind its header, through
+// the transport's frame scratch (one copy each side, cheaper than a second
+// message at these sizes). A larger payload goes zero-copy from and into the
+// caller's buffers, its header as a separate message just before it, under
+// the same tag with kHeaderCommBit set (UCX keeps one sender's messages in
+// order). Headers and payload checksums are checked once everything arrived,
+// before exchange returns: no caller uses a payload that failed them.
+//
 // Protocol of one exchange:
 //  1. Check every op (peer index, buffer, peer still usable) before posting
 //     anything, so that a bad argument posts nothing.
@@ -30,6 +39,19 @@ namespace ruccl::transport {
 namespace {
 
 constexpr std::size_t kListedMessages = 8;  // messages named in an error, at most
+// Largest payload sent inline behind its header: below UCX's eager/rendezvous
+// switch on shared memory (about 8 KiB), where a copy costs less than a message.
+constexpr std::size_t kInlineBytes = 8192 - kWireHeaderBytes;
+constexpr auto kNoticeBound = std::chrono::milliseconds(500);
+constexpr std::size_t kNoticeText = 1024;  // bytes of error text a notice carries, at most
+
+bool is_inline(std::size_t bytes) { return bytes <= kInlineBytes; }
+
+std::uint64_t header_tag(std::uint64_t tag) {
+  TagFields f = split_tag(tag);
+  f.comm |= kHeaderCommBit;
+  return make_tag(f);
+}
 constexpr auto kCancelGrace = std::chrono::milliseconds(100);
 constexpr auto kDrainBound = std::chrono::seconds(2);
 
@@ -37,7 +59,7 @@ constexpr auto kDrainBound = std::chrono::seconds(2);
 
 class ExchangeRun {
  public:
-  explicit ExchangeRun(UcxTransport& transport) : t_(transport) {}
+  ExchangeRun(UcxTransport& transport, WireKind kind) : t_(transport), kind_(kind) {}
   // Should run() be left by an exception, nothing may stay posted.
   ~ExchangeRun() {
     try {
@@ -61,10 +83,20 @@ class ExchangeRun {
     std::size_t received = 0;  // receives: the length UCX delivered
     Request request;
   };
+  // Where a receive's header (and inline payload) lands in the frame scratch.
+  struct Frame {
+    std::size_t at = 0;  // offset in t_.frames_
+    bool inline_payload = false;
+  };
 
   Status check_ops(std::span<const SendOp> sends, std::span<const RecvOp> recvs) const;
-  void post_recv(const RecvOp& op);
-  void post_send(const SendOp& op);
+  void lay_out_frames(std::span<const SendOp> sends, std::span<const RecvOp> recvs);
+  std::byte* frame(std::size_t at) { return t_.frames_.data() + at; }
+  void post_recv_op(const RecvOp& op, Frame& f);
+  void post_send_op(const SendOp& op, std::size_t at);
+  void post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer);
+  void post_send(const void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer);
+  Status check_frames(std::span<const RecvOp> recvs);
   void poll();
   Status check_completed(const Message& m) const;
   Status failed_peer_error() const;
@@ -75,6 +107,9 @@ class ExchangeRun {
   static std::string describe(const Message& m);
 
   UcxTransport& t_;
+  const WireKind kind_;
+  std::vector<Frame> recv_frames_;      // per receive op
+  std::vector<std::size_t> send_frames_;  // per send op: offset of its header
   std::vector<Message> messages_;
   std::vector<std::size_t> in_flight_;  // indices into messages_
   Status first_error_;                  // of the messages completed so far
@@ -82,14 +117,109 @@ class ExchangeRun {
 
 Status UcxTransport::exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                               Clock::time_point deadline) {
+  const Status status = run_exchange(sends, recvs, deadline, WireKind::kData);
+  // Tell the peers, unless this was a misuse (nothing was posted) or the
+  // failure is one a peer already reported (every peer got that notice too).
+  if (!status && status.code() != ErrorCode::kInvalidArgument && notice_.is_ok()) {
+    std::uint64_t seq = 0;
+    if (!sends.empty()) seq = sends.front().seq;
+    else if (!recvs.empty()) seq = recvs.front().seq;
+    notify_failure(seq, status);
+  }
+  return status;
+}
+
+Status UcxTransport::run_exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
+                                  Clock::time_point deadline, WireKind kind) {
   return without_exceptions("exchange", [&] {
-    ExchangeRun run(*this);
+    ExchangeRun run(*this, kind);
     return run.run(sends, recvs, deadline);
   });
 }
 
+// ---- handshake and failure notices -----------------------------------------------
+
+Status UcxTransport::handshake(Clock::time_point deadline) {
+  if (!connect_called_) return Status(ErrorCode::kInvalidArgument, "handshake before connect");
+  if (!self_known_)
+    return Status(ErrorCode::kInvalidArgument,
+                  "handshake: this transport's own address is not among the peers");
+  std::vector<SendOp> sends;
+  std::vector<RecvOp> recvs;
+  const auto me = static_cast<std::uint32_t>(self_);
+  for (std::size_t peer = 0; peer < endpoints_.size(); ++peer) {
+    if (peer == self_) continue;
+    const auto p = static_cast<std::uint32_t>(peer);
+    sends.push_back({peer, nullptr, 0, make_tag({kHelloComm, 0, 0, me, 0})});
+    recvs.push_back({peer, nullptr, 0, make_tag({kHelloComm, 0, 0, p, 0})});
+  }
+  const Status status = run_exchange(sends, recvs, deadline, WireKind::kHello);
+  if (!status) return status.with_context("connection handshake");
+  return status;
+}
+
+void UcxTransport::post_notice_receive() {
+  notice_buffer_.resize(kWireHeaderBytes + kNoticeText + 1);
+  ucp_request_param_t param;
+  std::memset(&param, 0, sizeof param);
+  param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  // Any sender, any sequence number: match on the comm field alone.
+  const std::uint64_t mask = detail::field_mask(kTagCommBits) << kTagCommShift;
+  Posted p = posted(ucp_tag_recv_nbx(worker_.get(), notice_buffer_.data(), notice_buffer_.size(),
+                                     make_tag({kNoticeComm, 0, 0, 0, 0}), mask, &param));
+  notice_request_ = std::move(p.request);
+}
+
+Status UcxTransport::notice() {
+  if (!notice_.is_ok() || !notice_request_) return notice_;
+  ucp_tag_recv_info_t info;
+  std::memset(&info, 0, sizeof info);
+  const ucs_status_t status = ucp_tag_recv_request_test(notice_request_.get(), &info);
+  if (status == UCS_INPROGRESS) return Status::ok();
+  notice_request_.reset();
+  if (status == UCS_OK && info.length >= kWireHeaderBytes + 1) {
+    const TagFields f = split_tag(info.sender_tag);
+    WireExpect expect;
+    expect.kind = WireKind::kAbort;
+    expect.comm = kNoticeComm;
+    expect.src = f.src;
+    expect.check_seq = false;
+    expect.bytes = info.length - kWireHeaderBytes;
+    expect.token = options_.token;
+    auto header = read_header(std::span(notice_buffer_.data(), info.length), expect);
+    if (header && check_payload(header.value(), notice_buffer_.data() + kWireHeaderBytes,
+                                expect.bytes)) {
+      const auto* text = reinterpret_cast<const char*>(notice_buffer_.data() + kWireHeaderBytes);
+      auto code = static_cast<ErrorCode>(text[0]);
+      if (code == ErrorCode::kOk || code > ErrorCode::kProtocolError) code = ErrorCode::kAborted;
+      notice_ = Status(code, "rank " + std::to_string(f.src) + " reports: " +
+                                 std::string(text + 1, expect.bytes - 1));
+      return notice_;
+    }
+  }
+  // Not a valid notice (another job's, damaged, truncated): ignored; listen on.
+  post_notice_receive();
+  return Status::ok();
+}
+
+void UcxTransport::notify_failure(std::uint64_t seq, const Status& error) {
+  // After a notice every peer got that one; after a first notice of our own, a
+  // second adds nothing.
+  if (notified_ || !notice_.is_ok() || !self_known_ || error.is_ok()) return;
+  notified_ = true;
+  std::string text(1, static_cast<char>(error.code()));
+  text += error.message().substr(0, kNoticeText - 1);
+  std::vector<SendOp> sends;
+  const auto me = static_cast<std::uint32_t>(self_);
+  for (std::size_t peer = 0; peer < endpoints_.size(); ++peer) {
+    if (peer == self_ || !peer_usable(peer)) continue;
+    sends.push_back({peer, text.data(), text.size(), make_tag({kNoticeComm, seq, 0, me, 0}), seq});
+  }
+  (void)run_exchange(sends, {}, Clock::now() + kNoticeBound, WireKind::kAbort);
+}
+
 std::string ExchangeRun::describe(const Message& m) {
-  return std::string(m.is_recv ? "recv from" : "send to") + " peer " + std::to_string(m.peer) +
+  return std::string(m.is_recv ? "recv from" : "send to") + " rank " + std::to_string(m.peer) +
          " tag " + tag_string(m.tag) + " (" + std::to_string(m.bytes) + " B)";
 }
 
@@ -122,7 +252,66 @@ Status ExchangeRun::check_ops(std::span<const SendOp> sends,
   return Status::ok();
 }
 
-void ExchangeRun::post_recv(const RecvOp& op) {
+// Frame scratch: per receive a header (plus an inline payload), per send the
+// same, plus a copy of the payload for a kCorrupt fault. Sized once per call.
+void ExchangeRun::lay_out_frames(std::span<const SendOp> sends, std::span<const RecvOp> recvs) {
+  std::size_t at = 0;
+  recv_frames_.resize(recvs.size());
+  for (std::size_t i = 0; i < recvs.size(); ++i) {
+    recv_frames_[i] = {at, is_inline(recvs[i].bytes)};
+    at += kWireHeaderBytes + (recv_frames_[i].inline_payload ? recvs[i].bytes : 0);
+  }
+  send_frames_.resize(sends.size());
+  for (std::size_t i = 0; i < sends.size(); ++i) {
+    send_frames_[i] = at;
+    const bool copy = is_inline(sends[i].bytes) || sends[i].fault == SendFault::kCorrupt;
+    at += kWireHeaderBytes + (copy ? sends[i].bytes : 0);
+  }
+  if (t_.frames_.size() < at) t_.frames_.resize(at);
+}
+
+void ExchangeRun::post_recv_op(const RecvOp& op, Frame& f) {
+  if (f.inline_payload) {
+    post_recv(frame(f.at), kWireHeaderBytes + op.bytes, op.tag, op.peer);
+  } else {
+    post_recv(frame(f.at), kWireHeaderBytes, header_tag(op.tag), op.peer);
+    post_recv(op.data, op.bytes, op.tag, op.peer);
+  }
+}
+
+void ExchangeRun::post_send_op(const SendOp& op, std::size_t at) {
+  if (op.fault == SendFault::kDrop) return;  // injected: the message never leaves
+  const TagFields f = split_tag(op.tag);
+  WireHeader h;
+  h.kind = static_cast<std::uint16_t>(kind_);
+  h.comm = f.comm;
+  h.src = f.src;
+  h.seq = op.seq;
+  h.step = f.step;
+  h.piece = f.piece;
+  h.bytes = op.bytes;
+  h.token = t_.options_.token;
+  if (t_.options_.checksum) h.checksum = payload_checksum(op.data, op.bytes);
+  else h.kind |= kNoChecksum;
+  std::byte* header = frame(at);
+  write_header(h, std::span<std::byte, kWireHeaderBytes>(header, kWireHeaderBytes));
+  const void* payload = op.data;
+  if (is_inline(op.bytes) || op.fault == SendFault::kCorrupt) {
+    if (op.bytes > 0) std::memcpy(header + kWireHeaderBytes, op.data, op.bytes);
+    payload = header + kWireHeaderBytes;
+  }
+  if (op.fault == SendFault::kCorrupt) {  // one bit, after the checksum was taken
+    header[op.bytes > 0 ? kWireHeaderBytes + op.bytes / 2 : 40] ^= std::byte{0x10};
+  }
+  if (is_inline(op.bytes)) {
+    post_send(header, kWireHeaderBytes + op.bytes, op.tag, op.peer);
+  } else {
+    post_send(header, kWireHeaderBytes, header_tag(op.tag), op.peer);
+    post_send(payload, op.bytes, op.tag, op.peer);
+  }
+}
+
+void ExchangeRun::post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer) {
   // Always get a request, even when the message is already here: UCX 1.13
   // does not fill recv_info.tag_info (the received length) on immediate
   // completion, while ucp_tag_recv_request_test reports it from the request.
@@ -131,28 +320,55 @@ void ExchangeRun::post_recv(const RecvOp& op) {
   param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   Message m;
   m.is_recv = true;
-  m.peer = op.peer;
-  m.tag = op.tag;
-  m.bytes = op.bytes;
-  Posted p = posted(ucp_tag_recv_nbx(t_.worker_.get(), op.data, op.bytes, op.tag,
-                                     ~ucp_tag_t{0}, &param));
+  m.peer = peer;
+  m.tag = tag;
+  m.bytes = bytes;
+  Posted p = posted(ucp_tag_recv_nbx(t_.worker_.get(), data, bytes, tag, ~ucp_tag_t{0}, &param));
   m.status = p.status;  // UCS_INPROGRESS with a request, or an error
   m.request = std::move(p.request);
   messages_.push_back(std::move(m));
 }
 
-void ExchangeRun::post_send(const SendOp& op) {
+void ExchangeRun::post_send(const void* data, std::size_t bytes, std::uint64_t tag,
+                            std::size_t peer) {
   ucp_request_param_t param;
   std::memset(&param, 0, sizeof param);
   Message m;
-  m.peer = op.peer;
-  m.tag = op.tag;
-  m.bytes = op.bytes;
-  Posted p = posted(ucp_tag_send_nbx(t_.endpoints_[op.peer].get(), op.data, op.bytes, op.tag,
-                                     &param));
+  m.peer = peer;
+  m.tag = tag;
+  m.bytes = bytes;
+  Posted p = posted(ucp_tag_send_nbx(t_.endpoints_[peer].get(), data, bytes, tag, &param));
   m.status = p.status;
   m.request = std::move(p.request);
   messages_.push_back(std::move(m));
+}
+
+// Every header against the receive it arrived for, then payload checksums;
+// inline payloads are copied out only after both checks.
+Status ExchangeRun::check_frames(std::span<const RecvOp> recvs) {
+  for (std::size_t i = 0; i < recvs.size(); ++i) {
+    const RecvOp& op = recvs[i];
+    const Frame& f = recv_frames_[i];
+    const TagFields tag = split_tag(op.tag);
+    WireExpect expect;
+    expect.kind = kind_;
+    expect.comm = tag.comm;
+    expect.src = tag.src;
+    expect.seq = op.seq;
+    expect.step = tag.step;
+    expect.piece = tag.piece;
+    expect.bytes = op.bytes;
+    expect.token = t_.options_.token;
+    const std::size_t length = kWireHeaderBytes + (f.inline_payload ? op.bytes : 0);
+    auto header = read_header(std::span<const std::byte>(frame(f.at), length), expect);
+    const std::string which = "recv from rank " + std::to_string(op.peer) + " tag " +
+                              tag_string(op.tag);
+    if (!header) return header.status().with_context(which);
+    const void* payload = f.inline_payload ? frame(f.at) + kWireHeaderBytes : op.data;
+    RUCCL_TRY(check_payload(header.value(), payload, op.bytes).with_context(which));
+    if (f.inline_payload && op.bytes > 0) std::memcpy(op.data, payload, op.bytes);
+  }
+  return Status::ok();
 }
 
 // Moves completed requests out of in_flight_, recording status and length.
@@ -201,17 +417,24 @@ Status ExchangeRun::failed_peer_error() const {
     const Message& m = messages_[i];
     if (t_.health_[m.peer].failure != UCS_OK) {
       return outstanding_error(ErrorCode::kPeerFailure,
-                               "peer " + std::to_string(m.peer) + " failed (" +
+                               "rank " + std::to_string(m.peer) + " failed (" +
                                    ucs_status_string(t_.health_[m.peer].failure) + ")");
     }
   }
   return Status::ok();
 }
 
-// "<what>: 3 of 8 messages outstanding: recv from peer 1 tag ..., ..."
+// "<what>: waiting for ranks 1, 3: 3 of 8 messages outstanding: recv from rank 1 tag ..."
 Status ExchangeRun::outstanding_error(ErrorCode code, const std::string& what) const {
-  std::string message = what + ": " + std::to_string(in_flight_.size()) + " of " +
-                        std::to_string(messages_.size()) + " messages outstanding: ";
+  std::vector<std::size_t> ranks;
+  for (std::size_t i : in_flight_) ranks.push_back(messages_[i].peer);
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string message = what + ": waiting for rank" + (ranks.size() > 1 ? "s " : " ");
+  for (std::size_t k = 0; k < ranks.size(); ++k)
+    message += (k > 0 ? ", " : "") + std::to_string(ranks[k]);
+  message += ": " + std::to_string(in_flight_.size()) + " of " +
+             std::to_string(messages_.size()) + " messages outstanding: ";
   for (std::size_t k = 0; k < in_flight_.size() && k < kListedMessages; ++k) {
     if (k > 0) message += ", ";
     message += describe(messages_[in_flight_[k]]);
@@ -279,13 +502,15 @@ Status ExchangeRun::run(std::span<const SendOp> sends, std::span<const RecvOp> r
                         Clock::time_point deadline) {
   RUCCL_TRY(check_ops(sends, recvs));
   if (t_.aborted()) return Status(ErrorCode::kAborted, "exchange: aborted before posting");
+  RUCCL_TRY(t_.notice());
 
   // Reserved up front: nothing may throw between posting a request and
   // recording it.
-  messages_.reserve(recvs.size() + sends.size());
-  in_flight_.reserve(recvs.size() + sends.size());
-  for (const RecvOp& op : recvs) post_recv(op);
-  for (const SendOp& op : sends) post_send(op);
+  lay_out_frames(sends, recvs);
+  messages_.reserve(2 * (recvs.size() + sends.size()));
+  in_flight_.reserve(2 * (recvs.size() + sends.size()));
+  for (std::size_t i = 0; i < recvs.size(); ++i) post_recv_op(recvs[i], recv_frames_[i]);
+  for (std::size_t i = 0; i < sends.size(); ++i) post_send_op(sends[i], send_frames_[i]);
   for (std::size_t i = 0; i < messages_.size(); ++i) {
     if (messages_[i].status == UCS_INPROGRESS) {
       in_flight_.push_back(i);
@@ -299,8 +524,10 @@ Status ExchangeRun::run(std::span<const SendOp> sends, std::span<const RecvOp> r
     poll();
     error = first_error_;
     if (!error) break;
-    if (in_flight_.empty()) return Status::ok();
+    if (in_flight_.empty()) return check_frames(recvs);
     error = failed_peer_error();
+    if (!error) break;
+    error = t_.notice();
     if (!error) break;
     if (t_.aborted()) {
       error = outstanding_error(ErrorCode::kAborted, "exchange aborted");

@@ -61,6 +61,15 @@ inline constexpr unsigned kTagSeqShift = kTagStepShift + kTagStepBits;
 inline constexpr unsigned kTagCommShift = kTagSeqShift + kTagSeqBits;
 static_assert(kTagCommShift + kTagCommBits == 64, "the tag fields fill 64 bits exactly");
 
+// Communicator ids the transport keeps for itself; callers use ids below
+// kFirstReservedComm. A message whose payload travels apart from its header
+// (wire_header.hpp) sends the header under the payload's tag with
+// kHeaderCommBit set in comm.
+inline constexpr std::uint32_t kFirstReservedComm = 0x7D;
+inline constexpr std::uint32_t kHelloComm = 0x7D;   // connection handshake
+inline constexpr std::uint32_t kNoticeComm = 0x7E;  // failure notices
+inline constexpr std::uint32_t kHeaderCommBit = 0x80;
+
 // The most peers one transport serves: src must not wrap (see above).
 inline constexpr std::uint64_t kMaxTagPeers = std::uint64_t{1} << kTagSrcBits;
 

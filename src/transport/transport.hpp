@@ -40,18 +40,28 @@
 
 #include "ruccl/status.hpp"
 #include "transport/tag.hpp"
+#include "transport/wire_header.hpp"
 
 namespace ruccl::transport {
 
 using Clock = std::chrono::steady_clock;
 
+// Injected faults of a send (RUCCL_FAULT drop/corrupt, for the fault tests):
+// kDrop never sends the message; kCorrupt sends a copy with one payload bit
+// flipped (a header bit when there is no payload) after the checksum was taken.
+enum class SendFault : std::uint8_t { kNone, kDrop, kCorrupt };
+
 // One message out: `bytes` at `data` to `peer` (an index into connect()'s
 // address list), under `tag` (make_tag). `data` may be null when bytes == 0.
+// `seq` is the full collective sequence number the header carries (the tag
+// holds only its low 16 bits); the receive must name the same.
 struct SendOp {
   std::size_t peer = 0;
   const void* data = nullptr;
   std::size_t bytes = 0;
   std::uint64_t tag = 0;
+  std::uint64_t seq = 0;
+  SendFault fault = SendFault::kNone;
 };
 
 // One message in: exactly `bytes` from `peer` under `tag`. A message of another
@@ -61,6 +71,7 @@ struct RecvOp {
   void* data = nullptr;
   std::size_t bytes = 0;
   std::uint64_t tag = 0;
+  std::uint64_t seq = 0;
 };
 
 enum class MemoryType { kHost, kCuda };
@@ -80,17 +91,40 @@ class Transport {
   virtual Status connect(const std::vector<std::vector<std::byte>>& addresses,
                          Clock::time_point deadline) = 0;
 
+  // Connection handshake, after connect(): every peer (but this rank) is sent
+  // a hello carrying the job token, and one is awaited from each. A hello with
+  // another token (a process of another job that got hold of an address) is
+  // kProtocolError naming the peer and both tokens. Blocking; every
+  // peer must call it too. Optional (tests that connect peers one by one on a
+  // single thread skip it; the token is checked on every message anyway).
+  virtual Status handshake(Clock::time_point deadline) = 0;
+
   // Posts every receive, then every send, then progresses until all complete.
+  // Every message travels with a header (wire_header.hpp: job token, full
+  // sequence number, size, payload checksum), checked before exchange returns.
   // Errors (outstanding requests are cancelled before it returns):
   //   kShapeMismatch  a message of another size than expected arrived,
+  //   kProtocolError  a header or payload failed validation (names the check),
   //   kPeerFailure    an endpoint failed (names the peer and UCX's reason),
   //   kTimeout        the deadline passed (names the outstanding peers and tags),
   //   kAborted        the abort flag became true, or a peer's endpoint was closed
   //                   by an earlier failure,
   //   kInvalidArgument a peer index out of range, null data with bytes > 0,
-  //                   not connected.
+  //                   not connected,
+  //   any code        a peer's failure notice arrived (see notify_failure): its
+  //                   error, "rank P reports: ...". The transport stays failed:
+  //                   every later exchange returns the same error.
+  // A failed exchange (other than kInvalidArgument, or a notice received) sends
+  // a failure notice to every peer itself, so peers blocked on other ranks
+  // return at once instead of at their deadlines.
   virtual Status exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                           Clock::time_point deadline) = 0;
+
+  // Sends `error` (of collective `seq`) to every usable peer as a failure
+  // notice, waiting a short bound (not the collective's deadline) for the
+  // sends. Once per transport; later calls do nothing. Never fails: a notice
+  // that cannot be delivered leaves that peer to its own deadline.
+  virtual void notify_failure(std::uint64_t seq, const Status& error) = 0;
 
   // Whether UCX can move memory of this type (ucp_context_query's memory types).
   virtual bool supports(MemoryType type) const = 0;
@@ -120,6 +154,12 @@ struct TransportOptions {
   // flush-closes the endpoint (bounded) instead of force-closing it. Empty:
   // every peer is watched.
   std::vector<bool> unwatched_peers;
+  // This job's token (drawn by process 0 at bootstrap): carried by every
+  // header and checked on every message received.
+  JobToken token{};
+  // Payload checksums (RUCCL_CHECKSUM): computed by senders, checked by
+  // receivers. Off: headers are still checked, payloads are not.
+  bool checksum = true;
 };
 
 // A UCX transport: its own ucp_context and ucp_worker (tag matching, endpoints

@@ -1,7 +1,10 @@
 #include "transport/transport_run.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace ruccl::transport {
 
@@ -14,8 +17,58 @@ TransportRun::TransportRun(Transport& transport, DeviceAdapter& adapter, Work& w
       local_(local),
       rank_(rank),
       world_(world),
-      options_(options),
-      pieces_(world, 0) {}
+      options_(std::move(options)),
+      path_(choose_memory_path(adapter.kind(), transport.supports(MemoryType::kCuda),
+                               options_.force_staging)),
+      pieces_(world, 0) {
+  if (!options_.log) return;
+  std::string line = "collective #" + std::to_string(options_.seq) + ": memory path " +
+                     memory_path_name(path_) + " (" +
+                     std::string(device_kind_name(adapter.kind())) + " buffers, transport " +
+                     (transport.supports(MemoryType::kCuda) ? "takes" : "cannot take") +
+                     " CUDA memory)";
+  if (path_ == MemoryPath::kStaged)
+    line += ": " + std::to_string(std::max<std::size_t>(options_.staging_slots, 1)) +
+            " host buffers per peer and direction of " +
+            (options_.staging_segment_bytes == 0
+                 ? std::string("one message")
+                 : std::to_string(options_.staging_segment_bytes) + " bytes");
+  options_.log(line);
+}
+
+const char* memory_path_name(MemoryPath path) noexcept {
+  switch (path) {
+    case MemoryPath::kHost: return "host";
+    case MemoryPath::kDirectDevice: return "direct device";
+    case MemoryPath::kStaged: return "staged";
+  }
+  return "unknown";
+}
+
+MemoryPath choose_memory_path(DeviceKind buffers, bool transport_takes_device_memory,
+                              bool force_staging) noexcept {
+  if (force_staging) return MemoryPath::kStaged;
+  if (buffers == DeviceKind::kHost) return MemoryPath::kHost;
+  return transport_takes_device_memory ? MemoryPath::kDirectDevice : MemoryPath::kStaged;
+}
+
+Status TransportRun::exchange_ops(std::uint32_t step, Clock::time_point deadline) {
+  for (RecvOp& op : recv_ops_) op.seq = options_.seq;
+  SendFault fault = SendFault::kNone;
+  if (options_.faults != nullptr && !options_.faults->empty()) {
+    if (options_.faults->find(core::FaultKind::kDrop, options_.fault_rank, options_.seq, step))
+      fault = SendFault::kDrop;
+    else if (options_.faults->find(core::FaultKind::kCorrupt, options_.fault_rank, options_.seq,
+                                   step))
+      fault = SendFault::kCorrupt;
+  }
+  for (SendOp& op : send_ops_) {
+    op.seq = options_.seq;
+    op.fault = fault;
+  }
+  return transport_.exchange(send_ops_, recv_ops_, deadline)
+      .with_context("collective #" + std::to_string(options_.seq) + " step " + std::to_string(step));
+}
 
 const void* TransportRun::source(const Transfer& t) const {
   const RankBuffers& me = work_.ranks[local_];
@@ -24,13 +77,15 @@ const void* TransportRun::source(const Transfer& t) const {
 }
 
 bool TransportRun::staging(Combine combine) const {
-  // The one place that decides where a received message goes. Host memory: a
-  // copy lands in place, a reduction needs the message next to the data.
+  // Where a received message goes on the direct paths (host memory, or device
+  // memory the transport writes itself): a copy lands in place, a reduction
+  // needs the message in host memory first (DeviceAdapter::combine).
   return combine != Combine::kCopy;
 }
 
 Status TransportRun::step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
                           Combine combine) {
+  if (path_ == MemoryPath::kStaged) return staged_step(sends, recvs, combine);
   const std::size_t es = dtype_size(work_.dtype);
   const RankBuffers& me = work_.ranks[local_];
   send_ops_.clear();
@@ -71,12 +126,168 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
   }
   ++step_;
   if (!self_.empty()) RUCCL_TRY(adapter_.exchange(work_, local_, self_, combine));
-  RUCCL_TRY(transport_.exchange(send_ops_, recv_ops_, Clock::now() + options_.timeout));
+  RUCCL_TRY(exchange_ops(step_ - 1, Clock::now() + options_.timeout));
   for (std::size_t i = 0; i < staged_for_.size(); ++i) {
     const Transfer& t = *staged_for_[i];
     RUCCL_TRY(adapter_.combine(work_, local_, t.dst_offset, staged_[i].data(), t.src.count, combine));
   }
   return Status::ok();
+}
+
+// ---- The staged path (MemoryPath::kStaged) ----------------------------------
+// One step: the messages grouped into one stream per peer and direction (same
+// pieces and tags as step()), the staging::plan schedule over them, and the
+// host buffers it needs, allocated through the adapter and kept for later
+// steps of this collective.
+Status TransportRun::staged_step(std::span<const Transfer> sends,
+                                 std::span<const Transfer> recvs, Combine combine) {
+  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  RUCCL_TRY(collect_streams(sends, recvs));
+  ++step_;
+  if (!self_.empty()) RUCCL_TRY(adapter_.exchange(work_, local_, self_, combine));
+  const std::size_t es = dtype_size(work_.dtype);
+  auto sizes = [](const std::vector<StagedStream>& streams) {
+    std::vector<staging::StreamSizes> out(streams.size());
+    for (std::size_t s = 0; s < streams.size(); ++s)
+      for (const StagedMessage& m : streams[s].messages) out[s].push_back(m.transfer->src.count);
+    return out;
+  };
+  const std::size_t segment = options_.staging_segment_bytes == 0
+                                  ? std::numeric_limits<std::size_t>::max()
+                                  : std::max<std::size_t>(options_.staging_segment_bytes / es, 1);
+  const staging::Schedule plan =
+      staging::plan(sizes(out_streams_), sizes(in_streams_), segment, options_.staging_slots);
+  slots_ = plan.slots;
+  slot_bytes_ = plan.segment * es;
+  const std::size_t bytes = (out_streams_.size() + in_streams_.size()) * slots_ * slot_bytes_;
+  if (bytes > host_staging_bytes_) {
+    host_staging_.reset();
+    host_staging_bytes_ = 0;
+    auto memory = adapter_.allocate_host_staging(work_.ranks[local_].device, bytes);
+    if (!memory.is_ok())
+      return memory.status().with_context("rank " + std::to_string(rank_) + ": " +
+                                          std::to_string(bytes) + " bytes of host staging");
+    host_staging_ = std::move(memory.value());
+    host_staging_bytes_ = bytes;
+  }
+  return run_schedule(plan, combine, deadline);
+}
+
+Status TransportRun::collect_streams(std::span<const Transfer> sends,
+                                     std::span<const Transfer> recvs) {
+  const RankBuffers& me = work_.ranks[local_];
+  out_streams_.clear();
+  in_streams_.clear();
+  self_.clear();
+  auto add = [this](std::vector<StagedStream>& streams, const Transfer& t, std::size_t src) {
+    std::size_t& at = stream_of_[t.peer];
+    if (at == std::numeric_limits<std::size_t>::max()) {  // the peer's first message
+      at = streams.size();
+      streams.push_back(StagedStream{t.peer, {}});
+    }
+    std::vector<StagedMessage>& messages = streams[at].messages;
+    messages.push_back({&t, make_tag({options_.comm, options_.seq, step_,
+                                      static_cast<std::uint32_t>(src),
+                                      static_cast<std::uint32_t>(messages.size())})});
+  };
+  stream_of_.assign(world_, std::numeric_limits<std::size_t>::max());
+  for (const Transfer& t : sends) {
+    if (t.src.count == 0 || t.peer == rank_) continue;  // self: done as a receive
+    if (t.peer >= world_) return Status(ErrorCode::kInternal, "send to a rank outside the world");
+    add(out_streams_, t, rank_);
+  }
+  stream_of_.assign(world_, std::numeric_limits<std::size_t>::max());
+  for (const Transfer& t : recvs) {
+    if (t.src.count == 0) continue;
+    if (t.peer == rank_) {
+      self_.push_back(Transfer{local_, t.src, t.dst_offset, t.source});
+    } else if (t.peer >= world_ || me.recv == nullptr ||
+               t.dst_offset + t.src.count > me.recv_count) {
+      return Status(ErrorCode::kInternal, "staged receive from rank " + std::to_string(t.peer) +
+                                              " outside the world or rank " +
+                                              std::to_string(rank_) + "'s buffer");
+    } else {
+      add(in_streams_, t, t.peer);
+    }
+  }
+  return Status::ok();
+}
+
+std::byte* TransportRun::slot_buffer(bool send, std::size_t stream, std::size_t slot) const {
+  const std::size_t index = (send ? stream : out_streams_.size() + stream) * slots_ + slot;
+  return static_cast<std::byte*>(host_staging_.get()) + index * slot_bytes_;
+}
+
+// Executes the actions in order. Whatever staging work was queued is complete
+// when this returns, also after a failure: no copy may touch the host buffers
+// or the rank's device buffers once the step is over.
+Status TransportRun::run_schedule(const staging::Schedule& plan, Combine combine,
+                                  Clock::time_point deadline) {
+  using Ticket = DeviceAdapter::StageTicket;
+  const std::size_t es = dtype_size(work_.dtype);
+  out_tickets_.assign(plan.sends.size(), 0);
+  in_tickets_.assign(plan.recvs.size(), 0);
+  std::optional<Ticket> last;  // the latest staging work queued
+  auto queued = [&last](Result<Ticket> ticket, Ticket& into) -> Status {
+    RUCCL_TRY(ticket);
+    into = ticket.value();
+    last = into;
+    return Status::ok();
+  };
+  auto message = [](const std::vector<StagedStream>& streams, const staging::Segment& seg) {
+    return streams[seg.stream].messages[seg.message];
+  };
+  Status status = [&]() -> Status {
+    for (const staging::Action& a : plan.actions) {
+      switch (a.kind) {
+        case staging::ActionKind::kStageOut: {
+          const staging::Segment& seg = plan.sends[a.index];
+          const Transfer& t = *message(out_streams_, seg).transfer;
+          RUCCL_TRY(queued(adapter_.stage_out(work_, local_, t.source,
+                                              Range{t.src.offset + seg.offset, seg.count},
+                                              slot_buffer(true, seg.stream, seg.slot)),
+                           out_tickets_[a.index]));
+          break;
+        }
+        case staging::ActionKind::kAwaitStageOut:
+          RUCCL_TRY(adapter_.wait_staged(work_, local_, out_tickets_[a.index]));
+          break;
+        case staging::ActionKind::kAwaitStageIn:
+          RUCCL_TRY(adapter_.wait_staged(work_, local_, in_tickets_[a.index]));
+          break;
+        case staging::ActionKind::kExchange: {
+          send_ops_.clear();
+          recv_ops_.clear();
+          for (std::size_t i = plan.send_begin[a.index]; i < plan.send_begin[a.index + 1]; ++i) {
+            const staging::Segment& seg = plan.sends[i];
+            send_ops_.push_back(SendOp{peer_of(out_streams_[seg.stream].peer),
+                                       slot_buffer(true, seg.stream, seg.slot), seg.count * es,
+                                       message(out_streams_, seg).tag});
+          }
+          for (std::size_t i = plan.recv_begin[a.index]; i < plan.recv_begin[a.index + 1]; ++i) {
+            const staging::Segment& seg = plan.recvs[i];
+            recv_ops_.push_back(RecvOp{peer_of(in_streams_[seg.stream].peer),
+                                       slot_buffer(false, seg.stream, seg.slot), seg.count * es,
+                                       message(in_streams_, seg).tag});
+          }
+          RUCCL_TRY(exchange_ops(step_ - 1, deadline));
+          break;
+        }
+        case staging::ActionKind::kStageIn: {
+          const staging::Segment& seg = plan.recvs[a.index];
+          const Transfer& t = *message(in_streams_, seg).transfer;
+          RUCCL_TRY(queued(adapter_.stage_in(work_, local_, t.dst_offset + seg.offset,
+                                             slot_buffer(false, seg.stream, seg.slot), seg.count,
+                                             combine),
+                           in_tickets_[a.index]));
+          break;
+        }
+      }
+    }
+    return Status::ok();
+  }();
+  if (!status.is_ok() && last) (void)adapter_.wait_staged(work_, local_, *last);
+  return status;
 }
 
 }  // namespace ruccl::transport

@@ -11,20 +11,42 @@
 //   - transfers from this rank to itself are done locally through the adapter;
 //   - Transport::exchange waits for all of them, with `timeout` as the deadline.
 // Staging memory per step is at most (receives in the step) x max_chunk_bytes.
-// Buffers are host memory here; the memory-type choice (direct device pointers
-// vs staging through pinned host buffers) is made in one place, staging(), so
-// the CUDA path slots in there.
+// Memory types are chosen in one place, choose_memory_path(), once per
+// TransportRun: host buffers go to the transport as they are; device buffers
+// too when the transport takes device memory (UCX built with CUDA); otherwise
+// every step runs staged_step(): the staging_pipeline.hpp schedule, device
+// ranges copied through a few host buffers per peer (the adapter's stage_out /
+// stage_in verbs) in rounds, so that the copy of one segment overlaps the
+// send of the one before. The staged path sends the same messages under the
+// same tags as the direct one (unless staging_segment_bytes cuts them).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "core/fault.hpp"
 #include "ring/rank_run.hpp"
 #include "ruccl/device.hpp"
+#include "transport/staging_pipeline.hpp"
 #include "transport/transport.hpp"
 
 namespace ruccl::transport {
+
+// How a rank's buffers meet the transport.
+enum class MemoryPath : std::uint8_t {
+  kHost,          // host memory: pointers go to the transport
+  kDirectDevice,  // device memory the transport moves itself (CUDA-aware UCX)
+  kStaged,        // device memory staged through host buffers (staged_step)
+};
+const char* memory_path_name(MemoryPath path) noexcept;
+// The decision: `buffers` is the adapter's device kind; `force_staging` stages
+// host memory too (tests of the staged path without a GPU).
+MemoryPath choose_memory_path(DeviceKind buffers, bool transport_takes_device_memory,
+                              bool force_staging) noexcept;
 
 struct TransportRunOptions {
   std::uint32_t comm = 0;          // communicator id (tag field)
@@ -35,6 +57,19 @@ struct TransportRunOptions {
   // (a sub-ring of the world: e.g. the ranks with one local index).
   std::size_t peer_base = 0;
   std::size_t peer_stride = 1;
+  // The staged path (MemoryPath::kStaged): host buffers per peer and direction
+  // (>= 1; 2 overlaps a copy with a send), and the segment each one holds in
+  // bytes (0: one message, so the wire carries the direct path's messages;
+  // otherwise every rank must stage with the same value).
+  std::size_t staging_slots = 2;
+  std::size_t staging_segment_bytes = 0;
+  bool force_staging = false;  // tests: stage host memory as if it were device memory
+  // Receives one line naming the memory path, at construction (debug log).
+  std::function<void(const std::string&)> log{};
+  // Injected drop/corrupt faults (RUCCL_FAULT) of global rank `fault_rank`;
+  // null: none. The step a fault names is this run's step (the tag's).
+  const core::FaultPlan* faults = nullptr;
+  std::size_t fault_rank = 0;
 };
 
 class TransportRun final : public ring::RankRun {
@@ -47,15 +82,34 @@ class TransportRun final : public ring::RankRun {
   std::size_t rank() const override { return rank_; }
   std::size_t world() const override { return world_; }
   std::size_t message_elements() const override { return options_.message_elements; }
+  MemoryPath memory_path() const { return path_; }
   Status step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
               Combine combine) override;
 
  private:
+  // transport_.exchange of send_ops_/recv_ops_, stamped with the collective's
+  // full sequence number and any injected send fault of step `step`.
+  Status exchange_ops(std::uint32_t step, Clock::time_point deadline);
   const void* source(const Transfer& t) const;  // this rank's buffer a send reads
   bool staging(Combine combine) const;            // receive into staging, then combine?
   std::size_t peer_of(std::size_t group_rank) const {
     return options_.peer_base + group_rank * options_.peer_stride;
   }
+
+  // The staged path (transport_run.cpp, below step()).
+  struct StagedMessage {
+    const Transfer* transfer = nullptr;
+    std::uint64_t tag = 0;
+  };
+  struct StagedStream {
+    std::size_t peer = 0;  // group rank
+    std::vector<StagedMessage> messages;
+  };
+  Status staged_step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
+                     Combine combine);
+  Status collect_streams(std::span<const Transfer> sends, std::span<const Transfer> recvs);
+  Status run_schedule(const staging::Schedule& plan, Combine combine, Clock::time_point deadline);
+  std::byte* slot_buffer(bool send, std::size_t stream, std::size_t slot) const;
 
   Transport& transport_;
   DeviceAdapter& adapter_;
@@ -64,6 +118,7 @@ class TransportRun final : public ring::RankRun {
   const std::size_t rank_;
   const std::size_t world_;
   const TransportRunOptions options_;
+  const MemoryPath path_;
   std::uint32_t step_ = 0;
   // Per-step scratch, reused across steps.
   std::vector<SendOp> send_ops_;
@@ -72,6 +127,14 @@ class TransportRun final : public ring::RankRun {
   std::vector<const Transfer*> staged_for_;
   std::vector<std::uint32_t> pieces_;
   std::vector<Transfer> self_;  // transfers from this rank to itself (local indices)
+  // Staged path scratch: streams per peer, the host buffers (send streams'
+  // slots first, then receive streams'), and the tickets of staging work.
+  std::vector<StagedStream> out_streams_, in_streams_;
+  std::vector<std::size_t> stream_of_;  // group rank -> stream index (per direction)
+  std::shared_ptr<void> host_staging_;
+  std::size_t host_staging_bytes_ = 0;
+  std::size_t slot_bytes_ = 0, slots_ = 0;
+  std::vector<DeviceAdapter::StageTicket> out_tickets_, in_tickets_;
 };
 
 }  // namespace ruccl::transport

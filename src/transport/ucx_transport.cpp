@@ -37,6 +37,16 @@ UcxTransport::UcxTransport(TransportOptions options, Context context, Worker wor
       worker_(std::move(worker)),
       address_(std::move(address)) {}
 
+UcxTransport::~UcxTransport() {
+  // The notice receive points into notice_buffer_: cancel it while the worker
+  // lives (a cancelled, unmatched receive completes at once).
+  if (notice_request_) {
+    ucp_request_cancel(worker_.get(), notice_request_.get());
+    worker_.progress();
+    notice_request_.reset();
+  }
+}
+
 bool UcxTransport::aborted() const {
   return options_.abort != nullptr && options_.abort->load(std::memory_order_relaxed);
 }
@@ -49,7 +59,7 @@ void UcxTransport::on_endpoint_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t st
 Status UcxTransport::peer_usable(std::size_t peer) const {
   const PeerHealth& health = health_[peer];
   if (health.failure != UCS_OK) {
-    return Status(ErrorCode::kPeerFailure, "peer " + std::to_string(peer) +
+    return Status(ErrorCode::kPeerFailure, "rank " + std::to_string(peer) +
                                                " failed: " + ucs_status_string(health.failure));
   }
   if (!endpoints_[peer].is_open()) {
@@ -105,6 +115,13 @@ Status UcxTransport::do_connect(const std::vector<std::vector<std::byte>>& addre
     }
     endpoints_[peer] = std::move(endpoint).value();
   }
+  for (std::size_t peer = 0; peer < addresses.size() && !self_known_; ++peer) {
+    if (addresses[peer] == address_) {
+      self_ = peer;
+      self_known_ = true;
+    }
+  }
+  post_notice_receive();
   return Status::ok();
 }
 

@@ -45,13 +45,15 @@ class UcxTransport final : public Transport {
 
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
-  ~UcxTransport() override = default;  // members: endpoints, worker, context (reverse order)
+  ~UcxTransport() override;  // cancels the notice receive; then members in reverse order
 
   std::vector<std::byte> address() const override { return address_; }
   Status connect(const std::vector<std::vector<std::byte>>& addresses,
                  Clock::time_point deadline) override;
+  Status handshake(Clock::time_point deadline) override;
   Status exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                   Clock::time_point deadline) override;
+  void notify_failure(std::uint64_t seq, const Status& error) override;
   bool supports(MemoryType type) const override;
   std::string describe_lanes(std::size_t peer) const override;
   Status close(Clock::time_point deadline) override;
@@ -73,17 +75,34 @@ class UcxTransport final : public Transport {
 
   static void on_endpoint_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
+  // One exchange of messages of `kind` (data, hello or notice), without the
+  // failure notice a failed data exchange sends (exchange() adds it).
+  Status run_exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
+                      Clock::time_point deadline, WireKind kind);
+  // Failure notices: one wildcard receive, posted at connect and re-posted
+  // after a notice that fails validation. notice() returns the first valid
+  // notice's error once it has arrived (and forever after), else ok.
+  void post_notice_receive();
+  Status notice();
+
   friend class ExchangeRun;
 
   // In dependency order: health_ is the error callback's target and must
   // outlive the worker; the endpoints need the worker, the worker the context.
   TransportOptions options_;
   std::vector<PeerHealth> health_;  // sized once, in connect(): never reallocated
+  std::vector<std::byte> notice_buffer_;  // the notice receive's target: outlives the worker
   Context context_;
   Worker worker_;
   std::vector<std::byte> address_;
   std::vector<Endpoint> endpoints_;  // endpoints_[peer]; empty until connect()
   bool connect_called_ = false;
+  std::size_t self_ = 0;             // this transport's index among connect()'s addresses
+  bool self_known_ = false;
+  Request notice_request_;           // the pending notice receive
+  Status notice_;                    // the first notice received (ok: none)
+  bool notified_ = false;            // notify_failure ran
+  std::vector<std::byte> frames_;    // exchange scratch: headers and inline payloads
 };
 
 }  // namespace ruccl::transport

@@ -253,7 +253,7 @@ int peer_failure_rank0() {
       continue;
     }
     const bool typed = s.code() == ErrorCode::kPeerFailure || s.code() == ErrorCode::kTimeout;
-    const bool names_peer = s.message().find("peer 1") != std::string::npos;
+    const bool names_peer = s.message().find("rank 1") != std::string::npos;
     std::printf("[rank 0] step %zu: %s after %lld ms\n", i, describe(s).c_str(),
                 static_cast<long long>(ms.count()));
     rc = typed && names_peer && i == kStepsBeforeDeath ? 0 : 24;

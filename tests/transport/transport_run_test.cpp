@@ -1,10 +1,13 @@
 // The ring algorithms over TransportRun: every rank owns its own UCX transport
 // (as a process would), driven by its own thread, and runs the same
 // src/ring functions as the in-process communicator. Messages are cut small so
-// that every step carries several pieces per peer.
+// that every step carries several pieces per peer. Each runs on the direct path
+// and, forced, on the staged pipeline (device memory without CUDA-aware UCX),
+// whose results must be the same.
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -71,29 +74,155 @@ Work one_rank_work(DataType dtype, ReduceOp op, const void* input, std::size_t i
   return w;
 }
 
-TEST(TransportRun, AllReduceAcrossTransports) {
-  for (std::size_t world : {2u, 3u}) {
-    constexpr std::size_t kCount = 1001;
+// The host adapter with staging that looks asynchronous: stage_out poisons its
+// host buffer and only queues the copy, stage_in only queues its combine, and
+// wait_staged(t) runs the queued work up to ticket t. A staged step that sends
+// a buffer before waiting for its stage-out, refills a buffer too early, or
+// returns before its stage-ins completed gets wrong results (or work left
+// queued, which the tests check). One instance per rank.
+class DeferredStaging final : public DeviceAdapter {
+ public:
+  DeviceKind kind() const noexcept override { return DeviceKind::kHost; }
+  Result<std::shared_ptr<AdapterState>> prepare(const TensorView& v, DeviceId d) override {
+    return host_->prepare(v, d);
+  }
+  Status begin(Work& w, std::size_t r) override { return host_->begin(w, r); }
+  Result<std::shared_ptr<void>> allocate(DeviceId d, std::size_t bytes) override {
+    return host_->allocate(d, bytes);
+  }
+  Status copy(Work& w, std::size_t r, void* dst, const void* src, std::size_t n) override {
+    return host_->copy(w, r, dst, src, n);
+  }
+  Status exchange(Work& w, std::size_t r, std::span<const Transfer> in, Combine c) override {
+    return host_->exchange(w, r, in, c);
+  }
+  Status combine(Work& w, std::size_t r, std::size_t off, const void* staged, std::size_t n,
+                 Combine c) override {
+    return host_->combine(w, r, off, staged, n, c);
+  }
+  Status scale(Work& w, std::size_t r, void* data, std::size_t n, std::size_t d) override {
+    return host_->scale(w, r, data, n, d);
+  }
+  Status finish(Work& w, std::size_t r) override { return host_->finish(w, r); }
+
+  Result<std::shared_ptr<void>> allocate_host_staging(DeviceId d, std::size_t bytes) override {
+    return host_->allocate_host_staging(d, bytes);
+  }
+  Result<StageTicket> stage_out(Work& w, std::size_t r, Source src, Range range,
+                                void* host) override {
+    std::memset(host, 0xff, range.count * dtype_size(w.dtype));
+    ++stage_outs;
+    return queue([=, this, &w] { return host_->stage_out(w, r, src, range, host).status(); });
+  }
+  Result<StageTicket> stage_in(Work& w, std::size_t r, std::size_t off, const void* host,
+                               std::size_t n, Combine c) override {
+    ++stage_ins;
+    return queue([=, this, &w] { return host_->stage_in(w, r, off, host, n, c).status(); });
+  }
+  Status wait_staged(Work&, std::size_t, StageTicket ticket) override {
+    while (!queued_.empty() && queued_.front().first <= ticket) {
+      RUCCL_TRY(queued_.front().second());
+      queued_.erase(queued_.begin());
+    }
+    return Status::ok();
+  }
+  std::size_t pending() const { return queued_.size(); }
+  std::size_t stage_outs = 0, stage_ins = 0;
+
+ private:
+  StageTicket queue(std::function<Status()> work) {
+    queued_.emplace_back(++next_, std::move(work));
+    return next_;
+  }
+  std::shared_ptr<DeviceAdapter> host_ = make_host_adapter();
+  std::vector<std::pair<StageTicket, std::function<Status()>>> queued_;
+  StageTicket next_ = 0;
+};
+
+// How a test runs TransportRun: direct (host memory as it is) or forced
+// through the staged pipeline with some segment size and buffer count.
+struct Path {
+  bool staged = false;
+  std::size_t segment_bytes = 0;
+  std::size_t slots = 2;
+  std::string name() const {
+    return staged ? "staged (segment " + std::to_string(segment_bytes) + " B, " +
+                        std::to_string(slots) + " slots)"
+                  : std::string("direct");
+  }
+  TransportRunOptions options(std::uint64_t seq, std::size_t message_elements) const {
+    TransportRunOptions o{7, seq, message_elements, 5000ms};
+    o.force_staging = staged;
+    o.staging_segment_bytes = segment_bytes;
+    o.staging_slots = slots;
+    return o;
+  }
+};
+const Path kPaths[] = {{false}, {true, 0, 2}, {true, 40, 2}, {true, 12, 1}, {true, 24, 3}};
+
+// After a collective on `path`: the path was taken, staging happened, and
+// nothing is left queued.
+std::string check_staging(const Path& path, const TransportRun& run, const DeferredStaging& a) {
+  const MemoryPath want = path.staged ? MemoryPath::kStaged : MemoryPath::kHost;
+  if (run.memory_path() != want)
+    return std::string("memory path ") + memory_path_name(run.memory_path());
+  if (path.staged && (a.stage_outs == 0 || a.stage_ins == 0)) return "nothing was staged";
+  if (!path.staged && a.stage_outs + a.stage_ins != 0) return "the direct path staged";
+  if (a.pending() != 0) return std::to_string(a.pending()) + " staging copies left queued";
+  return {};
+}
+
+TEST(TransportRun, MemoryPathDecision) {
+  EXPECT_EQ(choose_memory_path(DeviceKind::kHost, false, false), MemoryPath::kHost);
+  EXPECT_EQ(choose_memory_path(DeviceKind::kHost, true, false), MemoryPath::kHost);
+  EXPECT_EQ(choose_memory_path(DeviceKind::kCuda, true, false), MemoryPath::kDirectDevice);
+  EXPECT_EQ(choose_memory_path(DeviceKind::kCuda, false, false), MemoryPath::kStaged);
+  EXPECT_EQ(choose_memory_path(DeviceKind::kHost, true, true), MemoryPath::kStaged);
+  // The decision reaches the log hook once, at construction.
+  std::vector<std::string> lines;
+  const std::string failures = on_transports(1, [&](std::size_t, Transport& t) {
     auto adapter = make_host_adapter();
-    const std::string failures = on_transports(world, [&](std::size_t rank, Transport& t) {
-      for (std::uint64_t seq = 0; seq < 3; ++seq) {  // back to back: tags must not mix
-        std::vector<float> in(kCount), out(kCount, -1.0f);
-        for (std::size_t i = 0; i < kCount; ++i) in[i] = float((rank + 1) * (i % 13) + seq);
-        Work w = one_rank_work(DataType::kF32, ReduceOp::kSum, in.data(), kCount, out.data(), kCount);
-        TransportRun run(t, *adapter, w, 0, rank, world, {7, seq, 37, 5000ms});
-        Status s = ring::ring_all_reduce(run, kCount, 1);
-        if (!s.is_ok()) return s.to_string();
-        const float ranks_sum = float(world * (world + 1) / 2);
-        for (std::size_t i = 0; i < kCount; ++i) {
-          const float want = ranks_sum * float(i % 13) + float(world * seq);
-          if (out[i] != want)
-            return "seq " + std::to_string(seq) + " element " + std::to_string(i) + ": " +
-                   std::to_string(out[i]) + " != " + std::to_string(want);
+    float x = 1.0f;
+    Work w = one_rank_work(DataType::kF32, ReduceOp::kSum, &x, 1, &x, 1);
+    TransportRunOptions o{7, 4, 1, 5000ms};
+    o.force_staging = true;
+    o.log = [&](const std::string& line) { lines.push_back(line); };
+    TransportRun run(t, *adapter, w, 0, 0, 1, o);
+    return std::string();
+  });
+  ASSERT_TRUE(failures.empty()) << failures;
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("collective #4: memory path staged (host buffers"), std::string::npos)
+      << lines[0];
+}
+
+TEST(TransportRun, AllReduceAcrossTransports) {
+  for (const Path& path : kPaths) {
+    for (std::size_t world : {2u, 3u}) {
+      constexpr std::size_t kCount = 1001;
+      const std::string failures = on_transports(world, [&](std::size_t rank, Transport& t) {
+        DeferredStaging adapter;
+        for (std::uint64_t seq = 0; seq < 3; ++seq) {  // back to back: tags must not mix
+          std::vector<float> in(kCount), out(kCount, -1.0f);
+          for (std::size_t i = 0; i < kCount; ++i) in[i] = float((rank + 1) * (i % 13) + seq);
+          Work w = one_rank_work(DataType::kF32, ReduceOp::kSum, in.data(), kCount, out.data(),
+                                 kCount);
+          TransportRun run(t, adapter, w, 0, rank, world, path.options(seq, 37));
+          Status s = ring::ring_all_reduce(run, kCount, 1);
+          if (!s.is_ok()) return s.to_string();
+          if (auto e = check_staging(path, run, adapter); !e.empty()) return e;
+          const float ranks_sum = float(world * (world + 1) / 2);
+          for (std::size_t i = 0; i < kCount; ++i) {
+            const float want = ranks_sum * float(i % 13) + float(world * seq);
+            if (out[i] != want)
+              return "seq " + std::to_string(seq) + " element " + std::to_string(i) + ": " +
+                     std::to_string(out[i]) + " != " + std::to_string(want);
+          }
         }
-      }
-      return std::string();
-    });
-    EXPECT_TRUE(failures.empty()) << "world " << world << ":\n" << failures;
+        return std::string();
+      });
+      EXPECT_TRUE(failures.empty()) << path.name() << ", world " << world << ":\n" << failures;
+    }
   }
 }
 
@@ -101,42 +230,46 @@ TEST(TransportRun, AllToAllVAndBroadcastAcrossTransports) {
   constexpr std::size_t kWorld = 3, kRow = 3;
   // rows[s][d]: rows rank s sends to rank d (zeros included).
   const std::vector<std::vector<std::size_t>> rows{{1, 0, 4}, {2, 3, 0}, {0, 5, 1}};
-  auto adapter = make_host_adapter();
-  const std::string failures = on_transports(kWorld, [&](std::size_t rank, Transport& t) {
-    // all_to_all_v: element value = 1000*src + 100*dst + index within the block.
-    std::size_t sent = 0, received = 0;
-    for (std::size_t d = 0; d < kWorld; ++d) sent += rows[rank][d] * kRow;
-    for (std::size_t s = 0; s < kWorld; ++s) received += rows[s][rank] * kRow;
-    std::vector<std::int32_t> in, out(received, -1);
-    for (std::size_t d = 0; d < kWorld; ++d)
-      for (std::size_t i = 0; i < rows[rank][d] * kRow; ++i)
-        in.push_back(std::int32_t(1000 * rank + 100 * d + i));
-    Work w = one_rank_work(DataType::kI32, ReduceOp::kSum, in.data(), sent, out.data(), received);
-    w.ranks[0].send = in.data();
-    w.ranks[0].send_count = sent;
-    TransportRun a2a(t, *adapter, w, 0, rank, kWorld, {7, 0, 2 * kRow, 5000ms});
-    Status s = ring::pairwise_all_to_all_v(a2a, rows, kRow);
-    if (!s.is_ok()) return "all_to_all_v: " + s.to_string();
-    std::size_t at = 0;
-    for (std::size_t src = 0; src < kWorld; ++src)
-      for (std::size_t i = 0; i < rows[src][rank] * kRow; ++i, ++at)
-        if (out[at] != std::int32_t(1000 * src + 100 * rank + i))
-          return "all_to_all_v element " + std::to_string(at) + " = " + std::to_string(out[at]);
+  for (const Path& path : kPaths) {
+    const std::string failures = on_transports(kWorld, [&](std::size_t rank, Transport& t) {
+      DeferredStaging adapter;
+      // all_to_all_v: element value = 1000*src + 100*dst + index within the block.
+      std::size_t sent = 0, received = 0;
+      for (std::size_t d = 0; d < kWorld; ++d) sent += rows[rank][d] * kRow;
+      for (std::size_t s = 0; s < kWorld; ++s) received += rows[s][rank] * kRow;
+      std::vector<std::int32_t> in, out(received, -1);
+      for (std::size_t d = 0; d < kWorld; ++d)
+        for (std::size_t i = 0; i < rows[rank][d] * kRow; ++i)
+          in.push_back(std::int32_t(1000 * rank + 100 * d + i));
+      Work w = one_rank_work(DataType::kI32, ReduceOp::kSum, in.data(), sent, out.data(), received);
+      w.ranks[0].send = in.data();
+      w.ranks[0].send_count = sent;
+      TransportRun a2a(t, adapter, w, 0, rank, kWorld, path.options(0, 2 * kRow));
+      Status s = ring::pairwise_all_to_all_v(a2a, rows, kRow);
+      if (!s.is_ok()) return "all_to_all_v: " + s.to_string();
+      if (adapter.pending() != 0) return std::string("all_to_all_v left staging queued");
+      std::size_t at = 0;
+      for (std::size_t src = 0; src < kWorld; ++src)
+        for (std::size_t i = 0; i < rows[src][rank] * kRow; ++i, ++at)
+          if (out[at] != std::int32_t(1000 * src + 100 * rank + i))
+            return "all_to_all_v element " + std::to_string(at) + " = " + std::to_string(out[at]);
 
-    // broadcast from rank 1 in 4 segments.
-    constexpr std::size_t kCount = 403;
-    std::vector<double> data(kCount, -1.0);
-    if (rank == 1)
-      for (std::size_t i = 0; i < kCount; ++i) data[i] = double(i) * 0.5;
-    Work bw = one_rank_work(DataType::kF64, ReduceOp::kSum, nullptr, 0, data.data(), kCount);
-    TransportRun bcast(t, *adapter, bw, 0, rank, kWorld, {7, 1, 50, 5000ms});
-    s = ring::chain_broadcast(bcast, ring::segment_ranges(kCount, 101), 1);
-    if (!s.is_ok()) return "broadcast: " + s.to_string();
-    for (std::size_t i = 0; i < kCount; ++i)
-      if (data[i] != double(i) * 0.5) return "broadcast element " + std::to_string(i);
-    return std::string();
-  });
-  EXPECT_TRUE(failures.empty()) << failures;
+      // broadcast from rank 1 in 4 segments.
+      constexpr std::size_t kCount = 403;
+      std::vector<double> data(kCount, -1.0);
+      if (rank == 1)
+        for (std::size_t i = 0; i < kCount; ++i) data[i] = double(i) * 0.5;
+      Work bw = one_rank_work(DataType::kF64, ReduceOp::kSum, nullptr, 0, data.data(), kCount);
+      TransportRun bcast(t, adapter, bw, 0, rank, kWorld, path.options(1, 50));
+      s = ring::chain_broadcast(bcast, ring::segment_ranges(kCount, 101), 1);
+      if (!s.is_ok()) return "broadcast: " + s.to_string();
+      if (auto e = check_staging(path, bcast, adapter); !e.empty()) return "broadcast: " + e;
+      for (std::size_t i = 0; i < kCount; ++i)
+        if (data[i] != double(i) * 0.5) return "broadcast element " + std::to_string(i);
+      return std::string();
+    });
+    EXPECT_TRUE(failures.empty()) << path.name() << ":\n" << failures;
+  }
 }
 
 }  // namespace

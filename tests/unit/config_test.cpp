@@ -15,7 +15,9 @@ using namespace std::chrono_literals;
 using test::contains;
 
 constexpr const char* kVars[] = {"RUCCL_TIMEOUT",    "RUCCL_MAX_CHUNK_BYTES", "RUCCL_SEGMENT_BYTES",
-                                 "RUCCL_ALGO",       "RUCCL_LOCAL_ALGO",      "RUCCL_NUM_DEVICES"};
+                                 "RUCCL_ALGO",       "RUCCL_LOCAL_ALGO",      "RUCCL_NUM_DEVICES",
+                                 "RUCCL_FAULT",      "RUCCL_FLIGHT_RECORDER",
+                                 "RUCCL_FLIGHT_RECORDER_SIGNAL"};
 
 // Clears every RUCCL_* variable before and after each test.
 class ConfigEnv : public ::testing::Test {
@@ -37,6 +39,9 @@ TEST(Config, Defaults) {
   EXPECT_EQ(c.timeout(), 300s);
   EXPECT_EQ(c.local_strategy(), LocalStrategy::kRing);
   EXPECT_EQ(c.global_strategy(), GlobalStrategy::kHierarchical);
+  EXPECT_EQ(c.fault(), "");
+  EXPECT_EQ(c.flight_recorder(), 64u);
+  EXPECT_TRUE(c.flight_recorder_signal());
   EXPECT_TRUE(c.validate().is_ok()) << c.validate().to_string();
 }
 
@@ -65,6 +70,34 @@ TEST(Config, ValidateRejectsOutOfRangeValues) {
   EXPECT_EQ(Config().with_timeout(0ms).validate().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(Config().with_timeout(-5ms).validate().code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(Config().with_max_chunk_bytes(1).with_segment_bytes(1).with_timeout(1ms).validate().is_ok());
+}
+
+TEST(Config, FaultPlanAndFlightRecorder) {
+  Config c = Config()
+                 .with_fault("stall:rank=1,seq=3,ms=20;exit:rank=0,seq=2,step=1,code=7")
+                 .with_flight_recorder(0)
+                 .with_flight_recorder_signal(false);
+  EXPECT_EQ(c.fault(), "stall:rank=1,seq=3,ms=20;exit:rank=0,seq=2,step=1,code=7");
+  EXPECT_EQ(c.flight_recorder(), 0u);  // 0 = off: still a valid config
+  EXPECT_FALSE(c.flight_recorder_signal());
+  EXPECT_TRUE(c.validate().is_ok()) << c.validate().to_string();
+
+  for (const char* bad : {"stall", "stall:rank=1", "boom:rank=1,seq=2", "exit:rank=1,seq=2,code=x"}) {
+    SCOPED_TRACE(bad);
+    const Status s = Config().with_fault(bad).validate();
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << s.to_string();
+    EXPECT_TRUE(contains(s.message(), "RUCCL_FAULT")) << s.to_string();
+    EXPECT_TRUE(contains(s.message(), bad)) << s.to_string();
+  }
+}
+
+TEST(Config, DifferenceNamesTheNewSettings) {
+  const Config a;
+  EXPECT_EQ(a.difference(Config()), "");
+  EXPECT_TRUE(contains(a.difference(Config().with_fault("stall:rank=0,seq=0")), "fault differs"));
+  EXPECT_EQ(a.difference(Config().with_flight_recorder(8)), "flight_recorder 64 vs 8");
+  EXPECT_EQ(a.difference(Config().with_flight_recorder_signal(false)), "flight_recorder_signal 1 vs 0");
+  EXPECT_NE(a, Config().with_fault("stall:rank=0,seq=0"));
 }
 
 TEST_F(ConfigEnv, UnsetEnvironmentGivesTheBase) {
@@ -97,6 +130,21 @@ TEST_F(ConfigEnv, ReadsEveryVariable) {
   EXPECT_EQ(c->local_strategy(), LocalStrategy::kRing);
   EXPECT_EQ(c->num_devices(), 4u);
 
+  set("RUCCL_FAULT", "adapter:rank=0,seq=1,verb=combine");
+  set("RUCCL_FLIGHT_RECORDER", "16");
+  set("RUCCL_FLIGHT_RECORDER_SIGNAL", "0");
+  auto e = Config::from_env();
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  EXPECT_EQ(e->fault(), "adapter:rank=0,seq=1,verb=combine");
+  EXPECT_EQ(e->flight_recorder(), 16u);
+  EXPECT_FALSE(e->flight_recorder_signal());
+  set("RUCCL_FLIGHT_RECORDER", "0");
+  set("RUCCL_FLIGHT_RECORDER_SIGNAL", "1");
+  auto off = Config::from_env(Config().with_flight_recorder_signal(false));
+  ASSERT_TRUE(off.is_ok()) << off.status().to_string();
+  EXPECT_EQ(off->flight_recorder(), 0u);
+  EXPECT_TRUE(off->flight_recorder_signal());
+
   set("RUCCL_TIMEOUT", "12");
   set("RUCCL_ALGO", "hierarchical");
   auto d = Config::from_env(Config().with_global_strategy(GlobalStrategy::kFlatRing));
@@ -120,6 +168,8 @@ TEST_F(ConfigEnv, GarbageIsAnErrorNamingTheVariable) {
       {"RUCCL_MAX_CHUNK_BYTES", "99999999999999999999999"},
       {"RUCCL_SEGMENT_BYTES", "lots"},   {"RUCCL_ALGO", "tree"},
       {"RUCCL_LOCAL_ALGO", "star"},      {"RUCCL_NUM_DEVICES", "four"},
+      {"RUCCL_FAULT", "stall:rank=1"},   {"RUCCL_FAULT", "boom"},
+      {"RUCCL_FLIGHT_RECORDER", "many"}, {"RUCCL_FLIGHT_RECORDER_SIGNAL", "yes"},
   };
   for (const auto& [name, value] : bad) {
     SCOPED_TRACE(std::string(name) + "='" + value + "'");

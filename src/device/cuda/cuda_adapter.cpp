@@ -17,18 +17,26 @@
 //            access is enabled (else the range is first peer-copied to staging).
 //            Nothing goes through the host.
 //   copy, combine, scale  queue their work on r's stream.
+//   stage_out, stage_in  (transports without CUDA support: TransportRun's
+//            staged pipeline) queue a copy between r's device memory and
+//            pinned host memory (stage_in: then the combine) on r's stream,
+//            record an event, and return at once with a ticket; wait_staged
+//            synchronises the events up to a ticket, so a segment's copy
+//            overlaps the transport's send of the segment before.
 //   finish   records `done` on r's stream and makes the caller's stream wait on it.
-// Every verb except begin returns only when its work is complete (it ends with
-// a stream synchronisation). That is what makes the step barrier of the
-// contract hold for queued work: when step k starts anywhere, step k-1's reads
-// and writes are finished everywhere (no read-after-write or write-after-read
-// across streams), a failing rank leaves nothing in flight that could touch a
-// buffer after its call returns, and an asynchronous CUDA fault becomes the
-// failing verb's kDeviceError. The cost is one host synchronisation per step,
-// small next to the step barrier itself.
+// Every verb except begin and the staging verbs (whose tickets TransportRun
+// waits for before its step returns) returns only when its work is complete
+// (it ends with a stream synchronisation). That is what makes the step
+// barrier of the contract hold for queued work: when step k starts anywhere,
+// step k-1's reads and writes are finished everywhere (no read-after-write or
+// write-after-read across streams), a failing rank leaves nothing in flight
+// that could touch a buffer after its call returns, and an asynchronous CUDA
+// fault becomes the failing verb's kDeviceError. The cost is one host
+// synchronisation per step, small next to the step barrier itself.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -96,6 +104,11 @@ struct Lane {
   Stream stream;
   Event done;
   DeviceBuffer staging;
+  // Staging work queued and not yet waited for, oldest first, with its
+  // ticket; events of waited work are kept for reuse.
+  std::deque<std::pair<DeviceAdapter::StageTicket, Event>> staged;
+  std::vector<Event> spare_events;
+  DeviceAdapter::StageTicket last_ticket = 0;
   std::mutex mutex;
 
   std::string name() const {
@@ -234,17 +247,61 @@ class CudaAdapter final : public DeviceAdapter {
     if (count == 0) return Status::ok();
     if (staged == nullptr) return Status(ErrorCode::kInternal, "cuda adapter: null staged message");
     return on_lane(work, rank, [&](Lane& l) -> Status {
-      // The message (host memory the transport owns) comes up once, then combines
-      // like a transfer from this GPU.
-      const std::size_t bytes = count * dtype_size(work.dtype);
-      auto staging = l.staging.reserve(l.gpu, l.stream.get(), bytes);
-      RUCCL_TRY(staging);
-      Status status = check(cudaMemcpyAsync(staging.value(), staged, bytes, cudaMemcpyDefault, l.stream.get()),
-                            "cudaMemcpyAsync of a received message to " + l.name(), l.gpu);
-      if (status)
-        status = apply(l, work, rank, dst_offset, staging.value(), l.gpu, count, combine,
-                       /*src_is_staging=*/true);
-      return settle(l, std::move(status), "combine");
+      return settle(l, queue_received(l, work, rank, dst_offset, staged, count, combine), "combine");
+    });
+  }
+
+  Result<std::shared_ptr<void>> allocate_host_staging(DeviceId device, std::size_t bytes) override {
+    auto gpu = gpu_of(device);
+    RUCCL_TRY(gpu);
+    return allocate_pinned(gpu.value(), bytes);
+  }
+
+  Result<StageTicket> stage_out(Work& work, std::size_t rank, Source source, Range range,
+                                void* host_dst) override {
+    if (range.count == 0) return StageTicket{0};
+    StageTicket ticket = 0;
+    RUCCL_TRY(on_lane(work, rank, [&](Lane& l) -> Status {
+      const RankBuffers& me = work.ranks[rank];
+      const bool from_input = source == Source::kInput;
+      const void* base = from_input ? me.input : me.send;
+      if (host_dst == nullptr || base == nullptr ||
+          range.end() > (from_input ? me.input_count : me.send_count))
+        return range_error("staged source range", rank, range.offset, range.count);
+      const std::size_t es = dtype_size(work.dtype);
+      RUCCL_TRY(check_pointer(base, es, l.gpu, from_input ? "input" : "send buffer", l.name()));
+      const auto* src = static_cast<const std::byte*>(base) + range.offset * es;
+      return staged_queued(l, check(cudaMemcpyAsync(host_dst, src, range.count * es, cudaMemcpyDefault,
+                                                    l.stream.get()),
+                                    "cudaMemcpyAsync of a staged range from " + l.name(), l.gpu),
+                           "stage_out", ticket);
+    }));
+    return ticket;
+  }
+
+  Result<StageTicket> stage_in(Work& work, std::size_t rank, std::size_t dst_offset,
+                               const void* host_src, std::size_t count, Combine how) override {
+    if (count == 0) return StageTicket{0};
+    if (host_src == nullptr) return Status(ErrorCode::kInternal, "cuda adapter: null staged message");
+    StageTicket ticket = 0;
+    RUCCL_TRY(on_lane(work, rank, [&](Lane& l) -> Status {
+      return staged_queued(l, queue_received(l, work, rank, dst_offset, host_src, count, how),
+                           "stage_in", ticket);
+    }));
+    return ticket;
+  }
+
+  Status wait_staged(Work& work, std::size_t rank, StageTicket ticket) override {
+    return on_lane(work, rank, [&](Lane& l) -> Status {
+      Status status;
+      while (!l.staged.empty() && l.staged.front().first <= ticket) {
+        if (status)
+          status = check(cudaEventSynchronize(l.staged.front().second.get()),
+                         "cudaEventSynchronize (staging) on " + l.name(), l.gpu);
+        l.spare_events.push_back(std::move(l.staged.front().second));
+        l.staged.pop_front();
+      }
+      return status;
     });
   }
 
@@ -333,6 +390,43 @@ class CudaAdapter final : public DeviceAdapter {
   static Status settle(Lane& l, Status queued, const char* verb) {
     Status synced = l.sync(verb);
     return queued.is_ok() ? synced : queued;
+  }
+
+  // Queues a received message (host memory the transport owns) into rank's
+  // recv buffer: it comes up once into device staging, then combines like a
+  // transfer from this GPU. The lane's stream orders reuses of the staging.
+  Status queue_received(Lane& l, Work& work, std::size_t rank, std::size_t dst_offset,
+                        const void* host, std::size_t count, Combine combine) {
+    if (combine == Combine::kCopy)  // straight from the host buffer
+      return apply(l, work, rank, dst_offset, host, l.gpu, count, combine, /*src_is_staging=*/true);
+    const std::size_t bytes = count * dtype_size(work.dtype);
+    auto staging = l.staging.reserve(l.gpu, l.stream.get(), bytes);
+    RUCCL_TRY(staging);
+    RUCCL_TRY(check(cudaMemcpyAsync(staging.value(), host, bytes, cudaMemcpyDefault, l.stream.get()),
+                    "cudaMemcpyAsync of a received message to " + l.name(), l.gpu));
+    return apply(l, work, rank, dst_offset, staging.value(), l.gpu, count, combine,
+                 /*src_is_staging=*/true);
+  }
+
+  // The end of a staging verb: on success an event after the queued work and
+  // its ticket; on failure, nothing this call queued may outlive it.
+  static Status staged_queued(Lane& l, Status queued, const char* verb, StageTicket& ticket) {
+    if (!queued) return settle(l, std::move(queued), verb);
+    Event event;
+    if (!l.spare_events.empty()) {
+      event = std::move(l.spare_events.back());
+      l.spare_events.pop_back();
+    } else {
+      auto created = Event::create(l.gpu);
+      if (!created.is_ok()) return settle(l, created.status(), verb);
+      event = std::move(created.value());
+    }
+    Status recorded = check(cudaEventRecord(event.get(), l.stream.get()),
+                            std::string("cudaEventRecord (") + verb + ") on " + l.name(), l.gpu);
+    if (!recorded) return settle(l, std::move(recorded), verb);
+    ticket = ++l.last_ticket;
+    l.staged.emplace_back(ticket, std::move(event));
+    return Status::ok();
   }
 
   // `lane`'s stream waits for what `owner`'s caller queued before the call.

@@ -103,4 +103,15 @@ Result<std::shared_ptr<void>> allocate_on(int gpu, std::size_t bytes) {
   });
 }
 
+Result<std::shared_ptr<void>> allocate_pinned(int gpu, std::size_t bytes) {
+  DeviceGuard guard(gpu);
+  RUCCL_TRY(guard.status());
+  void* data = nullptr;
+  RUCCL_TRY(check(cudaHostAlloc(&data, bytes == 0 ? 1 : bytes, cudaHostAllocPortable),
+                  "cudaHostAlloc of " + std::to_string(bytes) + " pinned staging bytes", gpu));
+  return std::shared_ptr<void>(data, [](void* p) {
+    if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
+  });
+}
+
 }  // namespace ruccl::cuda

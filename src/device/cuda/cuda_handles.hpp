@@ -89,4 +89,9 @@ class DeviceBuffer {
 // (which restores the calling thread's device after cudaFree).
 Result<std::shared_ptr<void>> allocate_on(int gpu, std::size_t bytes);
 
+// Page-locked host memory (cudaHostAlloc, portable: every GPU copies to and
+// from it asynchronously), for staging messages of transports without CUDA
+// support; freed by the returned pointer's deleter (cudaFreeHost).
+Result<std::shared_ptr<void>> allocate_pinned(int gpu, std::size_t bytes);
+
 }  // namespace ruccl::cuda

@@ -105,6 +105,28 @@ class HostAdapter final : public DeviceAdapter {
     return apply(work, rank, dst_offset, staged, count, combine);
   }
 
+  // Staging (for transports that are told to stage host memory, i.e. tests of
+  // the staged pipeline): plain memory and synchronous copies, so every ticket
+  // is complete when it is returned.
+  Result<std::shared_ptr<void>> allocate_host_staging(DeviceId device, std::size_t bytes) override {
+    return allocate(device, bytes);
+  }
+
+  Result<StageTicket> stage_out(Work& work, std::size_t rank, Source source, Range range,
+                                void* host_dst) override {
+    if (range.count == 0) return StageTicket{0};
+    const RankBuffers& me = work.ranks[rank];
+    const bool from_input = source == Source::kInput;
+    const void* base = from_input ? me.input : me.send;
+    if (host_dst == nullptr || base == nullptr ||
+        range.end() > (from_input ? me.input_count : me.send_count))
+      return range_error("staged source range", rank, range.offset, range.count);
+    const std::size_t es = dtype_size(work.dtype);
+    const auto* src = static_cast<const std::byte*>(base) + range.offset * es;
+    std::memcpy(host_dst, src, range.count * es);
+    return StageTicket{0};
+  }
+
   Status scale(Work& work, std::size_t, void* data, std::size_t count,
                std::size_t divisor) override {
     return host::divide(work.dtype, data, count, divisor);

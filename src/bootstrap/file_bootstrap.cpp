@@ -1,0 +1,236 @@
+// The directory bootstrap (file_bootstrap.hpp): generations of atomically
+// written blob files, polled until complete or until the deadline.
+//
+// File I/O uses std::filesystem with error codes and stdio, never exceptions
+// for control flow; an exception that still escapes (allocation) becomes
+// kInternal at the entry points, so none crosses the Bootstrap interface.
+#include "bootstrap/file_bootstrap.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <new>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "bootstrap/layout.hpp"
+
+namespace ruccl::bootstrap {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using Blobs = std::vector<std::vector<std::byte>>;
+
+constexpr auto kFirstPoll = std::chrono::milliseconds(1);
+constexpr auto kLongestPoll = std::chrono::milliseconds(20);
+
+template <typename F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return Status(ErrorCode::kInternal, "file bootstrap: out of memory");
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kInternal, std::string("file bootstrap: unexpected exception: ") + e.what());
+  } catch (...) {
+    return Status(ErrorCode::kInternal, "file bootstrap: unexpected exception");
+  }
+}
+
+Status io_error(const char* what, const fs::path& path, int error) {
+  return Status(ErrorCode::kInvalidArgument, std::string("file bootstrap: cannot ") + what + " " +
+                                                 path.string() + ": " + std::strerror(error));
+}
+
+std::string local_hostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
+  return name;
+}
+
+// Writes `blob` to `path` so that readers see it whole or not at all.
+Status write_atomically(const fs::path& path, std::span<const std::byte> blob) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return io_error("create", tmp, errno);
+  bool ok = blob.empty() || std::fwrite(blob.data(), 1, blob.size(), f) == blob.size();
+  const int write_error = errno;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) return io_error("write", tmp, write_error != 0 ? write_error : errno);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return io_error("rename into", path, errno);
+  return Status::ok();
+}
+
+Result<std::vector<std::byte>> read_whole(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) return io_error("read the size of", path, ec.value());
+  std::vector<std::byte> blob(static_cast<std::size_t>(size));
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return io_error("open", path, errno);
+  const bool ok = blob.empty() || std::fread(blob.data(), 1, blob.size(), f) == blob.size();
+  const int read_error = errno;
+  std::fclose(f);
+  if (!ok) return io_error("read", path, read_error);
+  return blob;
+}
+
+// "process 1" or "processes 1, 4": the indices whose blobs never appeared.
+std::string missing_list(const std::vector<std::size_t>& missing) {
+  std::string out = missing.size() == 1 ? "process " : "processes ";
+  for (std::size_t i = 0; i < missing.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(missing[i]);
+  return out;
+}
+
+class FileBootstrap final : public Bootstrap {
+ public:
+  FileBootstrap(fs::path directory, std::size_t index, std::size_t processes,
+                std::chrono::milliseconds timeout)
+      : directory_(std::move(directory)), index_(index), processes_(processes), timeout_(timeout) {}
+
+  // Generation 0: every process's hostname, then the (node, index) layout.
+  Status create(const std::string& hostname) {
+    const auto* p = reinterpret_cast<const std::byte*>(hostname.data());
+    auto names = exchange(std::span(p, hostname.size()), "creation");
+    RUCCL_TRY(names);
+    std::vector<int> leader_of_index(processes_);
+    for (std::size_t i = 0; i < processes_; ++i) {
+      std::size_t leader = 0;
+      while (names.value()[leader] != names.value()[i]) ++leader;  // stops at i at the latest
+      leader_of_index[i] = static_cast<int>(leader);
+    }
+    auto layout = detail::layout_from_leaders(leader_of_index, index_, hostname);
+    RUCCL_TRY(layout);
+    layout_ = std::move(layout).value();
+    return Status::ok();
+  }
+
+  const Topology& topology() const override { return layout_.topology; }
+
+  Result<Blobs> all_gather(std::span<const std::byte> blob) override {
+    return guarded([&]() -> Result<Blobs> {
+      auto by_index = exchange(blob, "all_gather");
+      RUCCL_TRY(by_index);
+      Blobs by_process(processes_);
+      for (std::size_t i = 0; i < processes_; ++i)
+        by_process[layout_.process_of_rank[i]] = std::move(by_index.value()[i]);
+      return by_process;
+    });
+  }
+
+  Status barrier() override {
+    return guarded([&]() -> Status { return exchange({}, "barrier").status(); });
+  }
+
+ private:
+  fs::path generation_dir(std::size_t generation) const {
+    return directory_ / std::to_string(generation);
+  }
+  fs::path blob_path(std::size_t generation, std::size_t index) const {
+    return generation_dir(generation) / (std::to_string(index) + ".blob");
+  }
+
+  // One generation: write ours, wait for every blob, read them (by index).
+  Result<Blobs> exchange(std::span<const std::byte> blob, const char* what) {
+    const std::size_t generation = next_generation_++;
+    const auto deadline = Clock::now() + timeout_;
+    std::error_code ec;
+    fs::create_directories(generation_dir(generation), ec);
+    if (ec) return io_error("create the directory", generation_dir(generation), ec.value());
+    RUCCL_TRY(write_atomically(blob_path(generation, index_), blob));
+
+    std::vector<std::size_t> missing;
+    for (std::size_t i = 0; i < processes_; ++i)
+      if (i != index_) missing.push_back(i);
+    auto pause = kFirstPoll;
+    while (true) {
+      std::erase_if(missing, [&](std::size_t i) { return fs::exists(blob_path(generation, i), ec); });
+      if (missing.empty()) break;
+      if (Clock::now() >= deadline)
+        return Status(ErrorCode::kTimeout,
+                      "file bootstrap " + directory_.string() + ": " + what + " (generation " +
+                          std::to_string(generation) + ") of process " + std::to_string(index_) +
+                          " timed out after " + std::to_string(timeout_.count()) +
+                          " ms waiting for every process to arrive: " + missing_list(missing) +
+                          " did not arrive (no " + blob_path(generation, missing.front()).string() +
+                          ")");
+      std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - Clock::now()));
+      pause = std::min(pause * 2, kLongestPoll);
+    }
+
+    Blobs blobs(processes_);
+    for (std::size_t i = 0; i < processes_; ++i) {
+      if (i == index_) {
+        blobs[i].assign(blob.begin(), blob.end());
+        continue;
+      }
+      auto read = read_whole(blob_path(generation, i));
+      RUCCL_TRY(read);
+      blobs[i] = std::move(read).value();
+    }
+    // Everyone wrote this generation, so everyone is done reading the last one.
+    if (generation > 0) {
+      fs::remove(blob_path(generation - 1, index_), ec);
+      fs::remove(generation_dir(generation - 1), ec);  // only once empty: the last one out
+    }
+    return blobs;
+  }
+
+  const fs::path directory_;
+  const std::size_t index_;
+  const std::size_t processes_;
+  const std::chrono::milliseconds timeout_;
+  std::size_t next_generation_ = 0;
+  detail::Layout layout_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Bootstrap>> file_bootstrap(std::string directory, std::size_t process,
+                                                  std::size_t processes,
+                                                  FileBootstrapOptions options) {
+  return guarded([&]() -> Result<std::unique_ptr<Bootstrap>> {
+    if (directory.empty())
+      return Status(ErrorCode::kInvalidArgument, "file bootstrap: the directory is empty");
+    if (processes == 0 || processes > static_cast<std::size_t>(INT_MAX))
+      return Status(ErrorCode::kInvalidArgument,
+                    "file bootstrap: " + std::to_string(processes) + " processes");
+    if (process >= processes)
+      return Status(ErrorCode::kInvalidArgument,
+                    "file bootstrap: process " + std::to_string(process) +
+                        " is outside a job of " + std::to_string(processes) + " processes");
+    if (options.timeout.count() <= 0)
+      return Status(ErrorCode::kInvalidArgument, "file bootstrap: the timeout must be positive");
+    std::error_code ec;
+    const fs::path dir(directory);
+    fs::create_directories(dir, ec);
+    if (ec) return io_error("create the directory", dir, ec.value());
+    // Our index's blob of any generation means an earlier bootstrap (its last
+    // generation's blobs stay): reading its blobs as ours would be wrong.
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const fs::path stale = entry.path() / (std::to_string(process) + ".blob");
+      std::error_code exists_ec;
+      if (fs::exists(stale, exists_ec))
+        return Status(ErrorCode::kInvalidArgument,
+                      "file bootstrap: " + stale.string() +
+                          " exists: an earlier bootstrap used this directory; give every new "
+                          "communicator a fresh directory");
+    }
+    auto boot = std::make_unique<FileBootstrap>(dir, process, processes, options.timeout);
+    RUCCL_TRY(boot->create(options.hostname.empty() ? local_hostname() : options.hostname));
+    return std::unique_ptr<Bootstrap>(std::move(boot));
+  });
+}
+
+}  // namespace ruccl::bootstrap

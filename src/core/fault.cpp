@@ -1,0 +1,213 @@
+// Fault plans: the parser of the RUCCL_FAULT grammar, the lookup the hooks use,
+// and the adapter that fails one device verb on purpose.
+#include "core/fault.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <initializer_list>
+
+namespace ruccl::core {
+namespace {
+
+constexpr std::string_view kVerbs[] = {"prepare",  "begin",   "allocate", "copy",
+                                       "exchange", "combine", "scale",    "finish"};
+
+std::string_view trim(std::string_view s) {
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Splits `s` at every `sep` (empty pieces kept).
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  for (std::size_t at = 0;;) {
+    const std::size_t next = s.find(sep, at);
+    out.push_back(s.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
+    if (next == std::string_view::npos) return out;
+    at = next + 1;
+  }
+}
+
+template <typename T>
+std::optional<T> number(std::string_view text) {
+  T value{};
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+std::optional<FaultKind> kind_of(std::string_view name) {
+  for (FaultKind k : {FaultKind::kStall, FaultKind::kExit, FaultKind::kDrop, FaultKind::kCorrupt,
+                      FaultKind::kAdapter})
+    if (fault_kind_name(k) == name) return k;
+  return std::nullopt;
+}
+
+// The optional keys each kind takes (rank and seq are required for all).
+bool takes(FaultKind kind, std::string_view key) {
+  if (key == "rank" || key == "seq") return true;
+  switch (kind) {
+    case FaultKind::kStall: return key == "ms";
+    case FaultKind::kExit: return key == "step" || key == "code";
+    case FaultKind::kDrop:
+    case FaultKind::kCorrupt: return key == "step";
+    case FaultKind::kAdapter: return key == "verb";
+  }
+  return false;
+}
+
+// One fault's text, e.g. "exit:rank=2,seq=5,step=3".
+Result<Fault> parse_one(std::string_view text) {
+  const auto bad = [&](const std::string& why) {
+    return Status(ErrorCode::kInvalidArgument, "fault '" + std::string(text) + "': " + why);
+  };
+  const std::size_t colon = text.find(':');
+  const std::string_view name = trim(text.substr(0, colon));
+  const auto kind = kind_of(name);
+  if (!kind)
+    return bad("unknown kind '" + std::string(name) +
+               "' (expected stall, exit, drop, corrupt or adapter)");
+  Fault f;
+  f.kind = *kind;
+  bool has_rank = false, has_seq = false;
+  std::vector<std::string_view> seen;
+  const std::string_view args = colon == std::string_view::npos ? "" : text.substr(colon + 1);
+  for (std::string_view item : split(args, ',')) {
+    item = trim(item);
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) return bad("'" + std::string(item) + "' is not key=value");
+    const std::string_view key = trim(item.substr(0, eq));
+    const std::string_view value = trim(item.substr(eq + 1));
+    const std::string what = "'" + std::string(key) + "=" + std::string(value) + "'";
+    if (!takes(f.kind, key))
+      return bad(std::string(name) + " takes no key '" + std::string(key) + "'");
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return bad("key '" + std::string(key) + "' given twice");
+    seen.push_back(key);
+    if (key == "rank") {
+      auto v = number<std::size_t>(value);
+      if (!v) return bad(what + " is not a rank");
+      f.rank = *v;
+      has_rank = true;
+    } else if (key == "seq") {
+      auto v = number<std::uint64_t>(value);
+      if (!v) return bad(what + " is not a sequence number");
+      f.seq = *v;
+      has_seq = true;
+    } else if (key == "step") {
+      auto v = number<std::uint32_t>(value);
+      if (!v) return bad(what + " is not a step index");
+      f.step = *v;
+    } else if (key == "ms") {
+      auto v = number<std::uint32_t>(value);
+      if (!v) return bad(what + " is not a number of milliseconds");
+      f.stall = std::chrono::milliseconds(*v);
+    } else if (key == "code") {
+      auto v = number<int>(value);
+      if (!v || *v < 0 || *v > 255) return bad(what + " is not an exit code 0..255");
+      f.exit_code = *v;
+    } else {  // verb
+      if (std::find(std::begin(kVerbs), std::end(kVerbs), value) == std::end(kVerbs))
+        return bad(what + " is not a device verb (prepare, begin, allocate, copy, exchange, "
+                          "combine, scale or finish)");
+      f.verb = std::string(value);
+    }
+  }
+  if (!has_rank) return bad("rank=<global rank> is required");
+  if (!has_seq) return bad("seq=<collective sequence number> is required");
+  return f;
+}
+
+}  // namespace
+
+std::string_view fault_kind_name(FaultKind kind) noexcept {
+  switch (kind) {
+    case FaultKind::kStall: return "stall";
+    case FaultKind::kExit: return "exit";
+    case FaultKind::kDrop: return "drop";
+    case FaultKind::kCorrupt: return "corrupt";
+    case FaultKind::kAdapter: return "adapter";
+  }
+  return "?";
+}
+
+Result<FaultPlan> FaultPlan::parse(std::string_view spec) {
+  FaultPlan plan;
+  for (std::string_view text : split(spec, ';')) {
+    text = trim(text);
+    if (text.empty()) continue;
+    auto fault = parse_one(text);
+    RUCCL_TRY(fault);
+    plan.faults_.push_back(std::move(fault.value()));
+  }
+  return plan;
+}
+
+const Fault* FaultPlan::find(FaultKind kind, std::size_t rank, std::uint64_t seq,
+                             std::optional<std::uint32_t> step) const {
+  for (const Fault& f : faults_)
+    if (f.kind == kind && f.rank == rank && f.seq == seq && (!f.step || f.step == step)) return &f;
+  return nullptr;
+}
+
+bool FaultPlan::any(FaultKind kind, std::size_t rank, std::uint64_t seq) const {
+  return std::any_of(faults_.begin(), faults_.end(), [&](const Fault& f) {
+    return f.kind == kind && f.rank == rank && f.seq == seq;
+  });
+}
+
+// ---- FaultyAdapter -----------------------------------------------------------
+
+FaultyAdapter::FaultyAdapter(DeviceAdapter& inner, const Fault& fault)
+    : inner_(inner), fault_(fault) {}
+
+std::optional<Status> FaultyAdapter::trip(const char* verb) {
+  if (!fault_.verb.empty() && fault_.verb != verb) return std::nullopt;
+  if (fired_.exchange(true)) return std::nullopt;
+  return Status(ErrorCode::kDeviceError, "injected fault: " + std::string(verb) +
+                                             " failed on rank " + std::to_string(fault_.rank) +
+                                             " in collective #" + std::to_string(fault_.seq));
+}
+
+Result<std::shared_ptr<AdapterState>> FaultyAdapter::prepare(const TensorView& view,
+                                                             DeviceId device) {
+  if (auto e = trip("prepare")) return *e;
+  return inner_.prepare(view, device);
+}
+Status FaultyAdapter::begin(Work& work, std::size_t rank) {
+  if (auto e = trip("begin")) return *e;
+  return inner_.begin(work, rank);
+}
+Result<std::shared_ptr<void>> FaultyAdapter::allocate(DeviceId device, std::size_t bytes) {
+  if (auto e = trip("allocate")) return *e;
+  return inner_.allocate(device, bytes);
+}
+Status FaultyAdapter::copy(Work& work, std::size_t rank, void* dst, const void* src,
+                           std::size_t count) {
+  if (auto e = trip("copy")) return *e;
+  return inner_.copy(work, rank, dst, src, count);
+}
+Status FaultyAdapter::exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
+                               Combine combine) {
+  if (auto e = trip("exchange")) return *e;
+  return inner_.exchange(work, rank, incoming, combine);
+}
+Status FaultyAdapter::combine(Work& work, std::size_t rank, std::size_t dst_offset,
+                              const void* staged, std::size_t count, Combine combine) {
+  if (auto e = trip("combine")) return *e;
+  return inner_.combine(work, rank, dst_offset, staged, count, combine);
+}
+Status FaultyAdapter::scale(Work& work, std::size_t rank, void* data, std::size_t count,
+                            std::size_t divisor) {
+  if (auto e = trip("scale")) return *e;
+  return inner_.scale(work, rank, data, count, divisor);
+}
+Status FaultyAdapter::finish(Work& work, std::size_t rank) {
+  if (auto e = trip("finish")) return *e;
+  return inner_.finish(work, rank);
+}
+
+}  // namespace ruccl::core

@@ -1,0 +1,98 @@
+// Fault injection (RUCCL_FAULT / Config::with_fault): a plan of faults that hit
+// one rank in one collective, so that the failure paths (timeouts, dead peers,
+// lost or corrupted messages, device errors) run in tests and on real clusters
+// exactly as they would in production.
+//
+// The plan is parsed once when a communicator is created and is read-only
+// afterwards, so every rank thread may consult it without locks. An empty plan
+// costs one branch per collective: callers test empty() first.
+//
+// Who acts on which kind:
+//   stall    core (communicator.cpp): the rank sleeps before the agreement;
+//   exit     core (engine.cpp): the process _exit()s when the step starts
+//            (without a step: the collective's first step);
+//   adapter  core (communicator.cpp): a device verb fails (FaultyAdapter);
+//   drop / corrupt  the transport: a message is lost / has its bytes flipped.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ruccl/device.hpp"
+#include "ruccl/status.hpp"
+
+namespace ruccl::core {
+
+enum class FaultKind : std::uint8_t { kStall, kExit, kDrop, kCorrupt, kAdapter };
+
+std::string_view fault_kind_name(FaultKind kind) noexcept;  // "stall", "exit", ...
+
+struct Fault {
+  FaultKind kind = FaultKind::kStall;
+  std::size_t rank = 0;                 // global rank the fault hits
+  std::uint64_t seq = 0;                // collective sequence number (the K of "collective #K")
+  std::optional<std::uint32_t> step;    // exit/drop/corrupt: step index within the collective; none = any step
+  std::chrono::milliseconds stall{0};   // stall: how long; 0 = until the communicator is aborted or timeout + 2 s
+  int exit_code = 1;                    // exit
+  std::string verb;                     // adapter: "prepare","begin","allocate","copy","exchange","combine","scale","finish"; empty = any verb
+};
+
+class FaultPlan {
+ public:
+  // Grammar: faults separated by ';', each "kind:key=value,key=value".
+  //   stall:rank=1,seq=3[,ms=2000]      exit:rank=2,seq=5[,step=3][,code=9]
+  //   drop:rank=0,seq=4[,step=1]        corrupt:rank=1,seq=2[,step=0]
+  //   adapter:rank=0,seq=1[,verb=combine]
+  // rank and seq are required; a key the kind does not take, a repeated key or
+  // a bad number is an error. Blanks around faults, keys and values are ignored.
+  // "" -> empty plan. Errors: kInvalidArgument naming the offending fault text and why.
+  static Result<FaultPlan> parse(std::string_view spec);
+  bool empty() const { return faults_.empty(); }
+  // The first fault of `kind` for (rank, seq) whose step is unset or equals
+  // `step`; null if none. (A query without a step matches only faults without
+  // one: "any step" is a property of the fault, not of the query.)
+  const Fault* find(FaultKind kind, std::size_t rank, std::uint64_t seq,
+                    std::optional<std::uint32_t> step = std::nullopt) const;
+  // Whether any fault of `kind` hits (rank, seq), whatever its step.
+  bool any(FaultKind kind, std::size_t rank, std::uint64_t seq) const;
+  const std::vector<Fault>& faults() const { return faults_; }
+
+ private:
+  std::vector<Fault> faults_;
+};
+
+// An adapter fault: forwards every verb to `inner`, except that the fault's
+// verb (any verb when the fault names none) fails once, at its first call,
+// with kDeviceError "injected fault: <verb> failed on rank R in collective #K".
+// Built per rank and per collective, for the (rank, seq) the fault names.
+class FaultyAdapter final : public DeviceAdapter {
+ public:
+  FaultyAdapter(DeviceAdapter& inner, const Fault& fault);
+  DeviceKind kind() const noexcept override { return inner_.kind(); }
+  Result<std::shared_ptr<AdapterState>> prepare(const TensorView& view, DeviceId device) override;
+  Status begin(Work& work, std::size_t rank) override;
+  Result<std::shared_ptr<void>> allocate(DeviceId device, std::size_t bytes) override;
+  Status copy(Work& work, std::size_t rank, void* dst, const void* src, std::size_t count) override;
+  Status exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
+                  Combine combine) override;
+  Status combine(Work& work, std::size_t rank, std::size_t dst_offset, const void* staged,
+                 std::size_t count, Combine combine) override;
+  Status scale(Work& work, std::size_t rank, void* data, std::size_t count,
+               std::size_t divisor) override;
+  Status finish(Work& work, std::size_t rank) override;
+
+ private:
+  // The injected error if `verb` is the one to fail (and has not failed yet).
+  std::optional<Status> trip(const char* verb);
+
+  DeviceAdapter& inner_;
+  const Fault fault_;
+  std::atomic<bool> fired_{false};  // a transport may call combine from another thread
+};
+
+}  // namespace ruccl::core

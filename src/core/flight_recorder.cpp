@@ -1,0 +1,266 @@
+// The flight recorder's rings, its dumps, and the SIGUSR1 dumper.
+#include "core/flight_recorder.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <thread>
+
+#include "core/log.hpp"
+
+namespace ruccl::core {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// ---- the SIGUSR1 dumper: ruccl's one piece of process-wide state --------------
+//
+// A signal reaches the process, not a communicator, so the live recorders must
+// be findable from one place. This is the only mutable process-global state in
+// ruccl (the house rule's documented exception): a mutex-guarded registry of
+// live recorders, the pipe's write end for the handler, and a detached thread.
+// Independent communicators stay independent: the registry only lists them.
+//
+// The handler does async-signal-safe work only (one write() to a non-blocking
+// pipe). The dumper thread blocks in read() on the pipe and dumps every live
+// recorder under the registry mutex; a recorder unregisters (under that mutex)
+// in its destructor, so a dump never reads a destroyed recorder. The thread is
+// detached and the registry is never destroyed, so neither keeps the process
+// from exiting nor runs into static destruction. The handler is installed at
+// most once, and only while SIGUSR1 has its default action; it then stays (a
+// later SIGUSR1 with no live communicator dumps nothing).
+struct SignalDumper {
+  std::mutex mutex;
+  std::vector<const FlightRecorder*> live;
+  bool tried = false;  // installation attempted (installed or not)
+};
+
+SignalDumper& signal_dumper() {
+  static SignalDumper* dumper = new SignalDumper;  // leaked on purpose: see above
+  return *dumper;
+}
+
+std::atomic<int> signal_pipe_write{-1};  // what the handler may touch: a lock-free int
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void on_sigusr1(int) {
+  const int saved = errno;
+  const int fd = signal_pipe_write.load(std::memory_order_relaxed);
+  if (fd >= 0) {
+    const char byte = 1;
+    [[maybe_unused]] const ssize_t n = ::write(fd, &byte, 1);  // full pipe: a dump is pending anyway
+  }
+  errno = saved;
+}
+
+void dumper_loop(int read_fd) {
+  char buf[64];
+  for (;;) {
+    const ssize_t n = ::read(read_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    SignalDumper& d = signal_dumper();
+    std::lock_guard lock(d.mutex);
+    for (const FlightRecorder* r : d.live) r->dump("SIGUSR1");
+  }
+}
+
+// Under the registry mutex: installs the handler and starts the dumper thread,
+// once per process, if SIGUSR1 is still at its default action.
+void install_once(SignalDumper& d) {
+  if (d.tried) return;
+  d.tried = true;
+  struct sigaction current {};
+  if (::sigaction(SIGUSR1, nullptr, &current) != 0) return;
+  if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != SIG_DFL) return;
+  int fds[2];
+  if (::pipe(fds) != 0) return;
+  for (int fd : fds) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  ::fcntl(fds[1], F_SETFL, ::fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+  try {
+    std::thread(dumper_loop, fds[0]).detach();
+  } catch (...) {  // no thread: no handler (the default action stays)
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return;
+  }
+  signal_pipe_write.store(fds[1]);
+  struct sigaction action {};
+  action.sa_handler = on_sigusr1;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGUSR1, &action, nullptr);
+}
+
+// "2025-01-31T12:00:00.123Z"
+std::string wall_time(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
+// "-1.234s": a time relative to `now`.
+std::string ago(SteadyClock::time_point t, SteadyClock::time_point now) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3fs", std::chrono::duration<double>(t - now).count());
+  return buf;
+}
+
+// The failures a dump explains: the system's, not the caller's.
+bool worth_a_dump(ErrorCode code, bool user_aborted) {
+  switch (code) {
+    case ErrorCode::kTimeout:
+    case ErrorCode::kPeerFailure:
+    case ErrorCode::kDeviceError:
+    case ErrorCode::kInternal: return true;
+    case ErrorCode::kAborted: return !user_aborted;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+std::string_view flight_state_name(FlightState state) noexcept {
+  switch (state) {
+    case FlightState::kStarted: return "started";
+    case FlightState::kAgreed: return "agreed";
+    case FlightState::kRunning: return "running";
+    case FlightState::kDone: return "done";
+    case FlightState::kFailed: return "failed";
+  }
+  return "?";
+}
+
+FlightRecorder::FlightRecorder(std::size_t first_rank, std::size_t local_ranks,
+                               const Config& config)
+    : first_(first_rank),
+      entries_(config.flight_recorder()),
+      file_(config.log_file().empty() ? std::string() : expand_path(config.log_file(), first_rank)),
+      destination_(file_.empty() ? std::string("stderr") : file_),
+      prefix_("[ruccl " + expand_path("%h:%p", first_rank) + " rank "),
+      rings_(entries_ > 0 ? local_ranks : 0) {
+  for (Ring& ring : rings_) ring.entries.resize(entries_);
+  if (!enabled()) return;
+  SignalDumper& d = signal_dumper();
+  std::lock_guard lock(d.mutex);
+  if (config.flight_recorder_signal()) install_once(d);
+  d.live.push_back(this);
+  registered_ = true;
+}
+
+FlightRecorder::~FlightRecorder() {
+  if (!registered_) return;
+  SignalDumper& d = signal_dumper();
+  std::lock_guard lock(d.mutex);
+  std::erase(d.live, this);
+}
+
+void FlightRecorder::begin(std::size_t local, std::uint64_t seq, const Request& request,
+                           std::size_t bytes) {
+  if (!enabled()) return;
+  Ring& ring = rings_[local];
+  std::lock_guard lock(ring.mutex);
+  Entry& e = ring.entries[ring.next++ % entries_];
+  e = Entry{};
+  e.seq = seq;
+  e.kind = request.kind;
+  e.dtype = request.dtype;
+  e.op = request.op;
+  if (request.kind == CollectiveKind::kReduce) e.root = request.root;
+  if (request.kind == CollectiveKind::kBroadcast && request.has_input) e.root = first_ + local;
+  e.bytes = bytes;
+  e.start = SteadyClock::now();
+  e.wall = std::chrono::system_clock::now();
+}
+
+void FlightRecorder::mark(std::size_t local, FlightState state) {
+  if (!enabled()) return;
+  Ring& ring = rings_[local];
+  std::lock_guard lock(ring.mutex);
+  if (ring.next > 0) ring.entries[(ring.next - 1) % entries_].state = state;
+}
+
+std::optional<std::string> FlightRecorder::end(std::size_t local, const Status& outcome,
+                                               bool user_aborted) {
+  if (!enabled()) return std::nullopt;
+  std::string why;
+  {
+    Ring& ring = rings_[local];
+    std::lock_guard lock(ring.mutex);
+    if (ring.next > 0) {
+      Entry& e = ring.entries[(ring.next - 1) % entries_];
+      e.state = outcome.is_ok() ? FlightState::kDone : FlightState::kFailed;
+      e.error = outcome.code();
+      e.end = SteadyClock::now();
+      if (!outcome.is_ok())
+        why = std::string(collective_name(e.kind)) + " #" + std::to_string(e.seq) + " failed with " +
+              std::string(error_code_name(e.error)) + ", seen by rank " +
+              std::to_string(first_ + local);
+    }
+  }
+  if (outcome.is_ok()) {  // the common path: one relaxed load, no shared lock
+    if (in_burst_.load(std::memory_order_relaxed)) in_burst_.store(false);
+    return std::nullopt;
+  }
+  if (!worth_a_dump(outcome.code(), user_aborted)) return std::nullopt;
+  std::lock_guard lock(burst_mutex_);  // held through the dump: peers of the burst wait for it
+  if (in_burst_.load()) return destination_;
+  in_burst_.store(true);
+  return dump(why);
+}
+
+std::string FlightRecorder::render(std::string_view why) const {
+  const auto now = SteadyClock::now();
+  std::string out;
+  for (std::size_t local = 0; local < rings_.size(); ++local) {
+    const Ring& ring = rings_[local];
+    const std::string head = prefix_ + std::to_string(first_ + local) + "] FLIGHT ";
+    std::lock_guard lock(ring.mutex);
+    const std::uint64_t kept = std::min<std::uint64_t>(ring.next, entries_);
+    out += head + "recorder (" + std::string(why) + "): last " + std::to_string(kept) + " of " +
+           std::to_string(ring.next) + " collectives, oldest first\n";
+    for (std::uint64_t i = ring.next - kept; i < ring.next; ++i) {
+      const Entry& e = ring.entries[i % entries_];
+      out += head + std::string(collective_name(e.kind)) + " #" + std::to_string(e.seq) +
+             " bytes=" + std::to_string(e.bytes) + " dtype=" + std::string(dtype_name(e.dtype));
+      if (is_reducing(e.kind)) out += " op=" + std::string(op_name(e.op));
+      if (e.root) out += " root=" + std::to_string(*e.root);
+      out += " state=" + std::string(flight_state_name(e.state));
+      if (e.state == FlightState::kFailed) out += "(" + std::string(error_code_name(e.error)) + ")";
+      out += " start=" + ago(e.start, now);
+      out += " end=" + (e.end == SteadyClock::time_point{} ? std::string("-") : ago(e.end, now));
+      out += " wall=" + wall_time(e.wall) + "\n";
+    }
+  }
+  return out;
+}
+
+std::string FlightRecorder::dump(std::string_view why) const {
+  try {
+    const std::string text = render(why);
+    std::FILE* sink = file_.empty() ? stderr : std::fopen(file_.c_str(), "a");
+    if (!sink) {
+      std::fprintf(stderr, "%s", text.c_str());  // the log file cannot be opened: stderr
+      return "stderr";
+    }
+    std::fwrite(text.data(), 1, text.size(), sink);
+    std::fflush(sink);
+    if (sink != stderr) std::fclose(sink);
+  } catch (...) {  // out of memory while rendering: no dump, never an exception
+  }
+  return destination_;
+}
+
+}  // namespace ruccl::core

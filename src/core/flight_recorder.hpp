@@ -1,0 +1,107 @@
+// The flight recorder: the last N collectives of every local rank of one
+// communicator, kept so that a failure can be explained after the fact ("rank 3
+// was still in all_reduce #41 running; rank 1 had finished #41 and waited in
+// #42"). Config::flight_recorder (RUCCL_FLIGHT_RECORDER) sets N; 0 turns it off.
+//
+// Each rank's thread is the only writer of its ring; a dump (a failing rank's
+// thread, or the SIGUSR1 dumper thread) reads every ring. A tiny mutex per ring
+// keeps that race-free; it is uncontended except during a dump.
+//
+// Dumps go, one line per entry and oldest first, to the communicator's log
+// destination (Config::log_file, else stderr) as
+//   [ruccl host:pid rank R] FLIGHT all_reduce #K bytes=.. dtype=.. op=.. state=..
+//                           start=-1.234s end=-0.934s wall=2025-01-31T12:00:00.123Z
+// The communicator dumps when a collective fails with a system failure
+// (kTimeout, kPeerFailure, kDeviceError, kInternal, or kAborted not caused by
+// the user), once per failure burst: the first failure after a success dumps,
+// the failures that follow it (other ranks of that collective, later calls on
+// a broken communicator) only point at that dump.
+//
+// SIGUSR1 dumps every live recorder of the process. That needs the one piece
+// of process-wide state ruccl has (flight_recorder.cpp): a registry of live
+// recorders, an async-signal-safe handler that writes a byte to a pipe, and a
+// detached dumper thread that reads the pipe and dumps.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/request.hpp"
+#include "ruccl/config.hpp"
+
+namespace ruccl::core {
+
+// started: called, waiting for the agreement (a rank stuck here waits for its
+// peers); agreed: agreed across processes, waiting for the local ranks;
+// running: executing the algorithm; done / failed (with the error code).
+enum class FlightState : std::uint8_t { kStarted, kAgreed, kRunning, kDone, kFailed };
+
+std::string_view flight_state_name(FlightState state) noexcept;
+
+class FlightRecorder {
+ public:
+  // Serves global ranks first_rank .. first_rank + local_ranks - 1 with
+  // config.flight_recorder() entries each; registers with the SIGUSR1 dumper
+  // (installing it on first use) unless the recorder is off.
+  FlightRecorder(std::size_t first_rank, std::size_t local_ranks, const Config& config);
+  ~FlightRecorder();  // unregisters: no dump reads it afterwards
+  FlightRecorder(const FlightRecorder&) = delete;
+  FlightRecorder& operator=(const FlightRecorder&) = delete;
+
+  bool enabled() const { return entries_ > 0; }
+  // A new entry for `local`'s collective `seq` (the oldest one is overwritten).
+  void begin(std::size_t local, std::uint64_t seq, const Request& request, std::size_t bytes);
+  // Moves `local`'s current entry to `state` (kAgreed, kRunning).
+  void mark(std::size_t local, FlightState state);
+  // Records how `local`'s current collective ended. When `outcome` is a system
+  // failure (see the header; `user_aborted`: an abort/reset by the caller, not
+  // a failure), dumps once per burst. Returns where the burst's dump went
+  // ("stderr" or a path), or nullopt when this outcome has none.
+  std::optional<std::string> end(std::size_t local, const Status& outcome, bool user_aborted);
+
+  // Every rank's entries, oldest first, one line each, under a header naming
+  // `why`.
+  std::string render(std::string_view why) const;
+  // Writes render(why) to the log destination; returns its name.
+  std::string dump(std::string_view why) const;
+  // "stderr", or the expanded Config::log_file.
+  const std::string& destination() const { return destination_; }
+
+ private:
+  struct Entry {
+    std::uint64_t seq = 0;
+    CollectiveKind kind = CollectiveKind::kAllReduce;
+    DataType dtype = DataType::kF32;
+    ReduceOp op = ReduceOp::kSum;
+    std::optional<std::size_t> root;  // reduce, or a broadcast's sender
+    std::size_t bytes = 0;
+    FlightState state = FlightState::kStarted;
+    ErrorCode error = ErrorCode::kOk;
+    std::chrono::steady_clock::time_point start{}, end{};
+    std::chrono::system_clock::time_point wall{};
+  };
+  struct Ring {
+    mutable std::mutex mutex;
+    std::vector<Entry> entries;  // circular; entries[(next - 1) % N] is the current one
+    std::uint64_t next = 0;      // entries ever begun
+  };
+
+  const std::size_t first_;
+  const std::size_t entries_;
+  const std::string file_;         // the expanded log file, empty: stderr
+  const std::string destination_;  // "stderr" or file_
+  const std::string prefix_;       // "[ruccl host:pid rank "
+  std::vector<Ring> rings_;
+  std::mutex burst_mutex_;             // serializes the first failures of a burst
+  std::atomic<bool> in_burst_{false};  // a failure was dumped and no success followed yet
+  bool registered_ = false;
+};
+
+}  // namespace ruccl::core
