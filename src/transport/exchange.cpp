@@ -72,6 +72,11 @@ class ExchangeRun {
 
   Status run(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
              Clock::time_point deadline);
+  // The frame scratch this run uses: failure notices have their own, since
+  // they are sent while a failed data exchange still has messages in flight.
+  std::vector<std::byte>& frames() {
+    return kind_ == WireKind::kAbort ? t_.notice_frames_ : t_.frames_;
+  }
 
  private:
   struct Message {
@@ -91,7 +96,7 @@ class ExchangeRun {
 
   Status check_ops(std::span<const SendOp> sends, std::span<const RecvOp> recvs) const;
   void lay_out_frames(std::span<const SendOp> sends, std::span<const RecvOp> recvs);
-  std::byte* frame(std::size_t at) { return t_.frames_.data() + at; }
+  std::byte* frame(std::size_t at) { return frames().data() + at; }
   void post_recv_op(const RecvOp& op, Frame& f);
   void post_send_op(const SendOp& op, std::size_t at);
   void post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer);
@@ -102,7 +107,7 @@ class ExchangeRun {
   Status failed_peer_error() const;
   Status outstanding_error(ErrorCode code, const std::string& what) const;
   std::string cancel_outstanding();
-  void drain(Clock::time_point until);
+  void drain(Clock::time_point until, bool receives_only = false);
 
   static std::string describe(const Message& m);
 
@@ -121,10 +126,10 @@ Status UcxTransport::exchange(std::span<const SendOp> sends, std::span<const Rec
   // Tell the peers, unless this was a misuse (nothing was posted) or the
   // failure is one a peer already reported (every peer got that notice too).
   if (!status && status.code() != ErrorCode::kInvalidArgument && notice_.is_ok()) {
-    std::uint64_t seq = 0;
-    if (!sends.empty()) seq = sends.front().seq;
-    else if (!recvs.empty()) seq = recvs.front().seq;
-    notify_failure(seq, status);
+    // (ExchangeRun::run sent the failure notice already, before cancelling.)
+    // The transport stays failed (peers may have force-closed endpoints, late
+    // messages may be queued): every later exchange returns this error.
+    notice_ = Status(status.code(), "this rank's transport failed earlier: " + status.message());
   }
   return status;
 }
@@ -267,7 +272,7 @@ void ExchangeRun::lay_out_frames(std::span<const SendOp> sends, std::span<const 
     const bool copy = is_inline(sends[i].bytes) || sends[i].fault == SendFault::kCorrupt;
     at += kWireHeaderBytes + (copy ? sends[i].bytes : 0);
   }
-  if (t_.frames_.size() < at) t_.frames_.resize(at);
+  if (frames().size() < at) frames().resize(at);
 }
 
 void ExchangeRun::post_recv_op(const RecvOp& op, Frame& f) {
@@ -445,9 +450,14 @@ Status ExchangeRun::outstanding_error(ErrorCode code, const std::string& what) c
   return Status(code, std::move(message));
 }
 
-void ExchangeRun::drain(Clock::time_point until) {
+void ExchangeRun::drain(Clock::time_point until, bool receives_only) {
+  auto waiting = [&] {
+    if (!receives_only) return !in_flight_.empty();
+    return std::any_of(in_flight_.begin(), in_flight_.end(),
+                       [&](std::size_t i) { return messages_[i].is_recv; });
+  };
   poll();
-  while (!in_flight_.empty() && Clock::now() < until) {
+  while (waiting() && Clock::now() < until) {
     t_.worker_.progress();
     poll();
   }
@@ -477,7 +487,18 @@ std::string ExchangeRun::cancel_outstanding() {
   for (std::size_t i : in_flight_) {  // receives already matched, data still arriving
     if (messages_[i].is_recv) cut_off(messages_[i], "receive");
   }
-  drain(Clock::now() + kDrainBound);
+  // Only receives must finish before returning (UCX writes into their
+  // buffers). A send only reads its buffer, and one to a dead peer on an
+  // endpoint without failure detection (shared memory) may never finish:
+  // waiting for it would push every survivor past its deadline.
+  drain(Clock::now() + kDrainBound, /*receives_only=*/true);
+  std::size_t sends_left = 0;
+  std::erase_if(in_flight_, [&](std::size_t i) {
+    if (messages_[i].is_recv) return false;
+    messages_[i].request.reset();  // UCX releases it when the endpoint goes
+    ++sends_left;
+    return true;
+  });
 
   std::string note;
   if (!cut.empty()) {
@@ -486,12 +507,14 @@ std::string ExchangeRun::cancel_outstanding() {
     note = "; endpoints force-closed to cancel unfinished messages, unusable now: peers";
     for (std::size_t peer : cut) note += " " + std::to_string(peer);
   }
+  if (sends_left > 0)
+    note += "; " + std::to_string(sends_left) + " unfinished sends abandoned to UCX";
   if (!in_flight_.empty()) {
-    // Should not happen: UCX completes cancelled and force-closed requests. The
-    // requests are freed (UCX releases them on completion) but may still touch
-    // their buffers.
+    // Should not happen: UCX completes cancelled and force-closed receives.
+    // The requests are freed (UCX releases them on completion) but may still
+    // touch their buffers.
     note += "; " + std::to_string(in_flight_.size()) +
-            " requests did not finish cancelling and were abandoned";
+            " receives did not finish cancelling and were abandoned";
     for (std::size_t i : in_flight_) messages_[i].request.reset();
     in_flight_.clear();
   }
@@ -538,6 +561,14 @@ Status ExchangeRun::run(std::span<const SendOp> sends, std::span<const RecvOp> r
       break;
     }
     t_.worker_.progress();
+  }
+  // Tell the peers before cancelling: cancelling may cut the endpoint to a
+  // peer that is alive but blocked on this rank, and it must hear of this.
+  // Not for a notice received (every peer got it too) or a notice's own send.
+  if (kind_ == WireKind::kData && t_.notice_.is_ok()) {
+    const std::uint64_t seq = !sends.empty() ? sends.front().seq
+                              : !recvs.empty() ? recvs.front().seq : 0;
+    t_.notify_failure(seq, error);
   }
   const std::string note = cancel_outstanding();
   return Status(error.code(), error.message() + note);

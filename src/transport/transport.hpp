@@ -116,7 +116,8 @@ class Transport {
   //                   every later exchange returns the same error.
   // A failed exchange (other than kInvalidArgument, or a notice received) sends
   // a failure notice to every peer itself, so peers blocked on other ranks
-  // return at once instead of at their deadlines.
+  // return at once instead of at their deadlines; and it leaves the transport
+  // failed: later exchanges return that error ("... failed earlier: ...").
   virtual Status exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                           Clock::time_point deadline) = 0;
 

@@ -103,6 +103,7 @@ class UcxTransport final : public Transport {
   Status notice_;                    // the first notice received (ok: none)
   bool notified_ = false;            // notify_failure ran
   std::vector<std::byte> frames_;    // exchange scratch: headers and inline payloads
+  std::vector<std::byte> notice_frames_;  // ... of failure notices
 };
 
 }  // namespace ruccl::transport
