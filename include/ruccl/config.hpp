@@ -35,8 +35,8 @@ class Config {
   // RUCCL_NUM_DEVICES, RUCCL_INTRA_NODE_TRANSPORT (shm|tcp), RUCCL_DEBUG
   // (WARN|INFO|TRACE), RUCCL_DEBUG_FILE, RUCCL_TRACE, RUCCL_FAULT (a fault plan),
   // RUCCL_FLIGHT_RECORDER (entries per rank; 0 = off) and
-  // RUCCL_FLIGHT_RECORDER_SIGNAL (0 = no SIGUSR1 handler). An unparsable value
-  // is an error naming the variable.
+  // RUCCL_FLIGHT_RECORDER_SIGNAL (0 = no SIGUSR1 handler), RUCCL_CHECKSUM (0 =
+  // no payload checksums). An unparsable value is an error naming the variable.
   static Result<Config> from_env();
   // Same, over `base` instead of the defaults.
   static Result<Config> from_env(Config base);
@@ -54,6 +54,7 @@ class Config {
   Config& with_fault(std::string spec) { fault_ = std::move(spec); return *this; }
   Config& with_flight_recorder(std::size_t entries) { flight_recorder_ = entries; return *this; }
   Config& with_flight_recorder_signal(bool on) { flight_recorder_signal_ = on; return *this; }
+  Config& with_checksum(bool on) { checksum_ = on; return *this; }
 
   // Number of local participating devices (ranks in this process).
   std::size_t num_devices() const { return num_devices_; }
@@ -97,6 +98,13 @@ class Config {
   // recorder (RUCCL_FLIGHT_RECORDER_SIGNAL=0: no). Installed only while
   // SIGUSR1 has its default action: an application's handler is never replaced.
   bool flight_recorder_signal() const { return flight_recorder_signal_; }
+  // Payload checksums on messages between processes (RUCCL_CHECKSUM, default
+  // on): the sender sums each payload, the receiver checks it before use, and
+  // a mismatch is kProtocolError on every rank. Off saves two passes over the
+  // data; message headers (job token, sequence number, size) are checked
+  // either way. Processes may differ: each sender says in its header whether
+  // it summed the payload.
+  bool checksum() const { return checksum_; }
 
   // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,
   // 0 < timeout <= kMaxTimeout) and parses the fault plan.
@@ -119,6 +127,7 @@ class Config {
   std::string fault_;
   std::size_t flight_recorder_ = kDefaultFlightRecorder;
   bool flight_recorder_signal_ = true;
+  bool checksum_ = true;
 };
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/fault.hpp"
 
@@ -99,11 +100,14 @@ Result<Config> Config::from_env(Config base) {
     RUCCL_TRY(r);
     c.flight_recorder_ = r.value();
   }
-  if (const char* v = std::getenv("RUCCL_FLIGHT_RECORDER_SIGNAL")) {
+  for (auto [name, flag] : {std::pair{"RUCCL_FLIGHT_RECORDER_SIGNAL", &c.flight_recorder_signal_},
+                            std::pair{"RUCCL_CHECKSUM", &c.checksum_}}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) continue;
     const std::string s = v;
-    if (s == "0") c.flight_recorder_signal_ = false;
-    else if (s == "1") c.flight_recorder_signal_ = true;
-    else return bad_env("RUCCL_FLIGHT_RECORDER_SIGNAL", s, "0 or 1");
+    if (s == "0") *flag = false;
+    else if (s == "1") *flag = true;
+    else return bad_env(name, s, "0 or 1");
   }
   RUCCL_TRY(c.validate());
   return c;
@@ -152,6 +156,7 @@ std::string Config::difference(const Config& other) const {
   field("flight_recorder", flight_recorder_, other.flight_recorder_);
   field("flight_recorder_signal", static_cast<int>(flight_recorder_signal_),
         static_cast<int>(other.flight_recorder_signal_));
+  field("checksum", static_cast<int>(checksum_), static_cast<int>(other.checksum_));
   return out;
 }
 

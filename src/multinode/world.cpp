@@ -133,6 +133,7 @@ class WorldSpanning final : public core::Spanning {
     const std::size_t processes = world_ / per_process_;
     auto options = [&](std::uint32_t comm) {
       transport::TransportRunOptions o{comm, seq, plan.message_elements, timeout};
+      o.context = core::describe(seq, kind);
       if (!faults_.empty()) {
         o.faults = &faults_;
         o.fault_rank = first_ + local;
@@ -278,6 +279,7 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
   transport::TransportOptions options;
   options.abort = abort_flag.get();
   options.token = token.value();
+  options.checksum = config.checksum();
   if (config.intra_node_shared_memory())
     for (std::size_t peer = 0; peer < world; ++peer)
       options.unwatched_peers.push_back(topo.node_of_process[peer / per_process] == topo.node);

@@ -86,6 +86,7 @@ class ExchangeRun {
     std::size_t bytes = 0;
     ucs_status_t status = UCS_INPROGRESS;
     std::size_t received = 0;  // receives: the length UCX delivered
+    std::size_t header = 0;    // header bytes in front of an inline payload
     Request request;
   };
   // Where a receive's header (and inline payload) lands in the frame scratch.
@@ -99,8 +100,10 @@ class ExchangeRun {
   std::byte* frame(std::size_t at) { return frames().data() + at; }
   void post_recv_op(const RecvOp& op, Frame& f);
   void post_send_op(const SendOp& op, std::size_t at);
-  void post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer);
-  void post_send(const void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer);
+  void post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer,
+                 std::size_t header = 0);
+  void post_send(const void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer,
+                 std::size_t header = 0);
   Status check_frames(std::span<const RecvOp> recvs);
   void poll();
   Status check_completed(const Message& m) const;
@@ -225,7 +228,7 @@ void UcxTransport::notify_failure(std::uint64_t seq, const Status& error) {
 
 std::string ExchangeRun::describe(const Message& m) {
   return std::string(m.is_recv ? "recv from" : "send to") + " rank " + std::to_string(m.peer) +
-         " tag " + tag_string(m.tag) + " (" + std::to_string(m.bytes) + " B)";
+         " tag " + tag_string(m.tag) + " (" + std::to_string(m.bytes - m.header) + " B)";
 }
 
 Status ExchangeRun::check_ops(std::span<const SendOp> sends,
@@ -277,7 +280,7 @@ void ExchangeRun::lay_out_frames(std::span<const SendOp> sends, std::span<const 
 
 void ExchangeRun::post_recv_op(const RecvOp& op, Frame& f) {
   if (f.inline_payload) {
-    post_recv(frame(f.at), kWireHeaderBytes + op.bytes, op.tag, op.peer);
+    post_recv(frame(f.at), kWireHeaderBytes + op.bytes, op.tag, op.peer, kWireHeaderBytes);
   } else {
     post_recv(frame(f.at), kWireHeaderBytes, header_tag(op.tag), op.peer);
     post_recv(op.data, op.bytes, op.tag, op.peer);
@@ -309,14 +312,15 @@ void ExchangeRun::post_send_op(const SendOp& op, std::size_t at) {
     header[op.bytes > 0 ? kWireHeaderBytes + op.bytes / 2 : 40] ^= std::byte{0x10};
   }
   if (is_inline(op.bytes)) {
-    post_send(header, kWireHeaderBytes + op.bytes, op.tag, op.peer);
+    post_send(header, kWireHeaderBytes + op.bytes, op.tag, op.peer, kWireHeaderBytes);
   } else {
     post_send(header, kWireHeaderBytes, header_tag(op.tag), op.peer);
     post_send(payload, op.bytes, op.tag, op.peer);
   }
 }
 
-void ExchangeRun::post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer) {
+void ExchangeRun::post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer,
+                            std::size_t header) {
   // Always get a request, even when the message is already here: UCX 1.13
   // does not fill recv_info.tag_info (the received length) on immediate
   // completion, while ucp_tag_recv_request_test reports it from the request.
@@ -328,6 +332,7 @@ void ExchangeRun::post_recv(void* data, std::size_t bytes, std::uint64_t tag, st
   m.peer = peer;
   m.tag = tag;
   m.bytes = bytes;
+  m.header = header;
   Posted p = posted(ucp_tag_recv_nbx(t_.worker_.get(), data, bytes, tag, ~ucp_tag_t{0}, &param));
   m.status = p.status;  // UCS_INPROGRESS with a request, or an error
   m.request = std::move(p.request);
@@ -335,13 +340,14 @@ void ExchangeRun::post_recv(void* data, std::size_t bytes, std::uint64_t tag, st
 }
 
 void ExchangeRun::post_send(const void* data, std::size_t bytes, std::uint64_t tag,
-                            std::size_t peer) {
+                            std::size_t peer, std::size_t header) {
   ucp_request_param_t param;
   std::memset(&param, 0, sizeof param);
   Message m;
   m.peer = peer;
   m.tag = tag;
   m.bytes = bytes;
+  m.header = header;
   Posted p = posted(ucp_tag_send_nbx(t_.endpoints_[peer].get(), data, bytes, tag, &param));
   m.status = p.status;
   m.request = std::move(p.request);
@@ -399,13 +405,15 @@ void ExchangeRun::poll() {
 Status ExchangeRun::check_completed(const Message& m) const {
   if (m.status == UCS_ERR_MESSAGE_TRUNCATED) {
     return Status(ErrorCode::kShapeMismatch,
-                  describe(m) + ": the message is larger than the " + std::to_string(m.bytes) +
+                  describe(m) + ": the message is larger than the " +
+                      std::to_string(m.bytes - m.header) +
                       " bytes expected (nothing was written past them)");
   }
   if (m.status == UCS_OK && m.is_recv && m.received != m.bytes) {
-    return Status(ErrorCode::kShapeMismatch, describe(m) + ": got " +
-                                                 std::to_string(m.received) + " bytes, expected " +
-                                                 std::to_string(m.bytes));
+    const std::size_t got = m.received >= m.header ? m.received - m.header : 0;
+    return Status(ErrorCode::kShapeMismatch, describe(m) + ": got " + std::to_string(got) +
+                                                 " bytes, expected " +
+                                                 std::to_string(m.bytes - m.header));
   }
   if (m.status != UCS_OK) {
     // A request that failed because its endpoint did: report the peer failure.

@@ -66,8 +66,11 @@ Status TransportRun::exchange_ops(std::uint32_t step, Clock::time_point deadline
     op.seq = options_.seq;
     op.fault = fault;
   }
-  return transport_.exchange(send_ops_, recv_ops_, deadline)
-      .with_context("collective #" + std::to_string(options_.seq) + " step " + std::to_string(step));
+  const Status status = transport_.exchange(send_ops_, recv_ops_, deadline);
+  if (status) return status;
+  return status.with_context(
+      (options_.context.empty() ? "collective #" + std::to_string(options_.seq) : options_.context) +
+      " step " + std::to_string(step));
 }
 
 const void* TransportRun::source(const Transfer& t) const {

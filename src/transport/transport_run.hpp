@@ -70,6 +70,9 @@ struct TransportRunOptions {
   // null: none. The step a fault names is this run's step (the tag's).
   const core::FaultPlan* faults = nullptr;
   std::size_t fault_rank = 0;
+  // Put in front of every error, e.g. "collective #7 (all_reduce)"; empty:
+  // "collective #<seq>".
+  std::string context{};
 };
 
 class TransportRun final : public ring::RankRun {

@@ -6,15 +6,20 @@
 #   cut    `ruccl_fault_worker allreduce-loop` runs, then h2's eth0 goes down
 #          (`ip link set eth0 down`) and stays down for the deadline plus slack.
 #          Both ranks must print a RESULT with Timeout or PeerFailure, naming the
-#          collective and the peer rank, made within RUCCL_TIMEOUT + slack of the cut (judged by
-#          the line's at= wall clock: h2's output reaches mpirun on h1 only once
-#          the link is back, so the link then comes up and the job must end by
-#          itself before mpirun's --timeout).
+#          collective and the peer rank, made within RUCCL_TIMEOUT + slack of
+#          the cut (judged by the line's at= wall clock: h2's output reaches
+#          mpirun on h1 only once the link is back, so the link then comes up
+#          and the job must end by itself before mpirun's --timeout).
 #   loss   5% of packets dropped in both directions on h2 (iptables statistic):
 #          a checked soak of random collectives and mpi_all_reduce at two sizes
 #          must pass (a longer RUCCL_TIMEOUT: TCP retransmits back off to seconds).
-#   delay  h2's egress held 20 ms per packet by ruccl_nfq_delay (NFQUEUE; this
-#          kernel has no tc netem): the same checked runs must pass. Without
+#   delay  every packet h2 receives held 20 ms by ruccl_nfq_delay (NFQUEUE; this
+#          kernel has no tc netem), so +20 ms round trip: the same checked runs
+#          must pass. The delay sits on h2's INPUT, not its OUTPUT: a packet
+#          held in the sender's own OUTPUT hook still counts against its
+#          socket's TCP Small Queues budget, which then throttles the sender to
+#          a few packets per delay (a 512 KiB ucx_perftest tag_lat took 1.0 s
+#          with the delay on egress, 77 ms with it on ingress). Without
 #          ruccl_nfq_delay (no libnetfilter-queue-dev at build time) a `tc tbf`
 #          rate limit stands in, and the output says so.
 # Every fault must really have acted: the drop and queue rules' packet counters
@@ -163,17 +168,17 @@ delay_case() {
     sleep 0.3
     kill -0 $dpid 2>/dev/null || { fail "delay: ruccl_nfq_delay did not start: $(cat "$work/nfq.log")"; return; }
     # --queue-bypass: should the delayer die, packets pass instead of vanishing.
-    ip netns exec "$h2" iptables -A OUTPUT -o eth0 -j NFQUEUE --queue-num 7 --queue-bypass
-    echo "delay: h2 egress +$delay_ms ms per packet (NFQUEUE, ruccl_nfq_delay)"
+    # INPUT, not OUTPUT: see the header (TCP Small Queues).
+    ip netns exec "$h2" iptables -A INPUT -i eth0 -j NFQUEUE --queue-num 7 --queue-bypass
+    echo "delay: h2 ingress +$delay_ms ms per packet (NFQUEUE, ruccl_nfq_delay)"
   else
     echo "delay: STAND-IN: no ruccl_nfq_delay (libnetfilter-queue-dev missing at build time);" \
          "h2 egress rate-limited with tc tbf 20mbit, latency 400ms instead of a fixed delay"
     ip netns exec "$h2" tc qdisc add dev eth0 root tbf rate 20mbit burst 32kb latency 400ms
   fi
-  # Smaller than under loss: at 20 ms per packet a 4 MB all-reduce takes ~10 s.
-  checked_runs delay 40 1003 100003
+  checked_runs delay 150 1003 1000003
   if [ -n "$dpid" ]; then
-    local queued; queued=$(rule_packets h2 OUTPUT)
+    local queued; queued=$(rule_packets h2 INPUT)
     kill $dpid; wait $dpid
     echo "delay: $queued packets went through the queue; $(tail -1 "$work/nfq.log")"
     [ "$queued" -gt 0 ] || fail "delay: the NFQUEUE rule never matched (no delay was injected)"

@@ -169,7 +169,10 @@ TEST(TransportInproc, ReceiveWithoutSenderTimesOut) {
               return {};
             }),
             "");
-  EXPECT_EQ(close_group(group), "");
+  // After a failure a graceful close is best effort (any outcome), but bounded.
+  const auto closing = Clock::now();
+  close_group(group, 500ms);
+  EXPECT_LT(since(closing), 3000ms);
 }
 
 // The abort flag wakes every blocked exchange with kAborted.

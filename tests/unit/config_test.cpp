@@ -17,7 +17,7 @@ using test::contains;
 constexpr const char* kVars[] = {"RUCCL_TIMEOUT",    "RUCCL_MAX_CHUNK_BYTES", "RUCCL_SEGMENT_BYTES",
                                  "RUCCL_ALGO",       "RUCCL_LOCAL_ALGO",      "RUCCL_NUM_DEVICES",
                                  "RUCCL_FAULT",      "RUCCL_FLIGHT_RECORDER",
-                                 "RUCCL_FLIGHT_RECORDER_SIGNAL"};
+                                 "RUCCL_FLIGHT_RECORDER_SIGNAL", "RUCCL_CHECKSUM"};
 
 // Clears every RUCCL_* variable before and after each test.
 class ConfigEnv : public ::testing::Test {
@@ -133,13 +133,20 @@ TEST_F(ConfigEnv, ReadsEveryVariable) {
   set("RUCCL_FAULT", "adapter:rank=0,seq=1,verb=combine");
   set("RUCCL_FLIGHT_RECORDER", "16");
   set("RUCCL_FLIGHT_RECORDER_SIGNAL", "0");
+  set("RUCCL_CHECKSUM", "0");
   auto e = Config::from_env();
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  EXPECT_FALSE(e->checksum());
+  EXPECT_TRUE(Config().checksum());
+  EXPECT_NE(e->difference(Config()).find("checksum"), std::string::npos);
   EXPECT_EQ(e->fault(), "adapter:rank=0,seq=1,verb=combine");
   EXPECT_EQ(e->flight_recorder(), 16u);
   EXPECT_FALSE(e->flight_recorder_signal());
   set("RUCCL_FLIGHT_RECORDER", "0");
   set("RUCCL_FLIGHT_RECORDER_SIGNAL", "1");
+  set("RUCCL_CHECKSUM", "yes");
+  EXPECT_NE(Config::from_env().status().message().find("RUCCL_CHECKSUM"), std::string::npos);
+  set("RUCCL_CHECKSUM", "1");
   auto off = Config::from_env(Config().with_flight_recorder_signal(false));
   ASSERT_TRUE(off.is_ok()) << off.status().to_string();
   EXPECT_EQ(off->flight_recorder(), 0u);
