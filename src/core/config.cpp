@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
-#include <utility>
 
 #include "core/fault.hpp"
 
@@ -17,6 +16,17 @@ namespace {
 Status bad_env(const char* name, const std::string& value, const char* expected) {
   return Status(ErrorCode::kInvalidArgument,
                 std::string(name) + "='" + value + "' is not " + expected);
+}
+
+// A 0/1 variable into `flag`; unset leaves it alone.
+Status read_flag(const char* name, bool& flag) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return Status::ok();
+  const std::string s = v;
+  if (s == "0") flag = false;
+  else if (s == "1") flag = true;
+  else return bad_env(name, s, "0 or 1");
+  return Status::ok();
 }
 
 // Unsigned byte/count value, with optional K/M/G suffix (powers of 1024).
@@ -100,15 +110,8 @@ Result<Config> Config::from_env(Config base) {
     RUCCL_TRY(r);
     c.flight_recorder_ = r.value();
   }
-  for (auto [name, flag] : {std::pair{"RUCCL_FLIGHT_RECORDER_SIGNAL", &c.flight_recorder_signal_},
-                            std::pair{"RUCCL_CHECKSUM", &c.checksum_}}) {
-    const char* v = std::getenv(name);
-    if (v == nullptr) continue;
-    const std::string s = v;
-    if (s == "0") *flag = false;
-    else if (s == "1") *flag = true;
-    else return bad_env(name, s, "0 or 1");
-  }
+  RUCCL_TRY(read_flag("RUCCL_FLIGHT_RECORDER_SIGNAL", c.flight_recorder_signal_));
+  RUCCL_TRY(read_flag("RUCCL_CHECKSUM", c.checksum_));
   RUCCL_TRY(c.validate());
   return c;
 }

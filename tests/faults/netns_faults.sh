@@ -135,7 +135,8 @@ checked_runs() {
   [ $rc -eq 0 ] || fail "$c: soak exited $rc"
   for n in "$@"; do
     t0=$(now_ms); rc=0
-    job "$d/ar$n" 60 $slow_timeout_s -- "$allreduce" --count "$n" || rc=$?
+    # INFO logs creation step by step: should a run hang, its log shows where.
+    job "$d/ar$n" 60 $slow_timeout_s -x RUCCL_DEBUG=INFO -- "$allreduce" --count "$n" || rc=$?
     echo "$c: mpi_all_reduce --count $n: rc $rc, $(($(now_ms) - t0)) ms: $(grep -m1 -E 'PASSED|FAILED' "$d/ar$n.out")"
     { [ $rc -eq 0 ] && grep -q PASSED "$d/ar$n.out"; } || { fail "$c: mpi_all_reduce --count $n"; show "$d/ar$n"; }
   done
