@@ -160,6 +160,12 @@ class DeviceAdapter {
   virtual Status finish(Work& work, std::size_t rank) = 0;
 };
 
+// For adapters' stage_out: the first element of `range` in rank's input
+// (Source::kInput) or send buffer, checked against that buffer's count (and a
+// non-null host destination). kInternal, naming the rank and range, otherwise.
+Result<const std::byte*> staged_source(const Work& work, std::size_t rank, Source source,
+                                       Range range, const void* host_dst);
+
 // The host CPU adapter (always built).
 std::shared_ptr<DeviceAdapter> make_host_adapter();
 // The adapter for `kind`: kUnsupported when this build lacks it (CUDA without the

@@ -164,8 +164,15 @@ class HostForwardingAdapter : public DeviceAdapter {
     return inner_->scale(w, r, d, n, div);
   }
   Status finish(Work& w, std::size_t r) override { return inner_->finish(w, r); }
+  Status combine(Work& w, std::size_t r, std::size_t off, const void* staged, std::size_t n,
+                 Combine c) override {
+    return inner_->combine(w, r, off, staged, n, c);
+  }
+  Result<std::shared_ptr<void>> allocate_host_staging(DeviceId d, std::size_t bytes) override {
+    return inner_->allocate_host_staging(d, bytes);
+  }
 
- private:
+ protected:
   std::shared_ptr<DeviceAdapter> inner_ = make_host_adapter();
 };
 

@@ -16,6 +16,7 @@
 
 #include "ring/algorithms.hpp"
 #include "ring/schedule.hpp"
+#include "test_support.hpp"
 #include "transport/transport_run.hpp"
 
 namespace ruccl::transport {
@@ -80,44 +81,18 @@ Work one_rank_work(DataType dtype, ReduceOp op, const void* input, std::size_t i
 // a buffer before waiting for its stage-out, refills a buffer too early, or
 // returns before its stage-ins completed gets wrong results (or work left
 // queued, which the tests check). One instance per rank.
-class DeferredStaging final : public DeviceAdapter {
+class DeferredStaging final : public test::HostForwardingAdapter {
  public:
-  DeviceKind kind() const noexcept override { return DeviceKind::kHost; }
-  Result<std::shared_ptr<AdapterState>> prepare(const TensorView& v, DeviceId d) override {
-    return host_->prepare(v, d);
-  }
-  Status begin(Work& w, std::size_t r) override { return host_->begin(w, r); }
-  Result<std::shared_ptr<void>> allocate(DeviceId d, std::size_t bytes) override {
-    return host_->allocate(d, bytes);
-  }
-  Status copy(Work& w, std::size_t r, void* dst, const void* src, std::size_t n) override {
-    return host_->copy(w, r, dst, src, n);
-  }
-  Status exchange(Work& w, std::size_t r, std::span<const Transfer> in, Combine c) override {
-    return host_->exchange(w, r, in, c);
-  }
-  Status combine(Work& w, std::size_t r, std::size_t off, const void* staged, std::size_t n,
-                 Combine c) override {
-    return host_->combine(w, r, off, staged, n, c);
-  }
-  Status scale(Work& w, std::size_t r, void* data, std::size_t n, std::size_t d) override {
-    return host_->scale(w, r, data, n, d);
-  }
-  Status finish(Work& w, std::size_t r) override { return host_->finish(w, r); }
-
-  Result<std::shared_ptr<void>> allocate_host_staging(DeviceId d, std::size_t bytes) override {
-    return host_->allocate_host_staging(d, bytes);
-  }
   Result<StageTicket> stage_out(Work& w, std::size_t r, Source src, Range range,
                                 void* host) override {
     std::memset(host, 0xff, range.count * dtype_size(w.dtype));
     ++stage_outs;
-    return queue([=, this, &w] { return host_->stage_out(w, r, src, range, host).status(); });
+    return queue([=, this, &w] { return inner_->stage_out(w, r, src, range, host).status(); });
   }
   Result<StageTicket> stage_in(Work& w, std::size_t r, std::size_t off, const void* host,
                                std::size_t n, Combine c) override {
     ++stage_ins;
-    return queue([=, this, &w] { return host_->stage_in(w, r, off, host, n, c).status(); });
+    return queue([=, this, &w] { return inner_->stage_in(w, r, off, host, n, c).status(); });
   }
   Status wait_staged(Work&, std::size_t, StageTicket ticket) override {
     while (!queued_.empty() && queued_.front().first <= ticket) {
@@ -134,7 +109,6 @@ class DeferredStaging final : public DeviceAdapter {
     queued_.emplace_back(++next_, std::move(work));
     return next_;
   }
-  std::shared_ptr<DeviceAdapter> host_ = make_host_adapter();
   std::vector<std::pair<StageTicket, std::function<Status()>>> queued_;
   StageTicket next_ = 0;
 };

@@ -262,15 +262,12 @@ class CudaAdapter final : public DeviceAdapter {
     if (range.count == 0) return StageTicket{0};
     StageTicket ticket = 0;
     RUCCL_TRY(on_lane(work, rank, [&](Lane& l) -> Status {
-      const RankBuffers& me = work.ranks[rank];
-      const bool from_input = source == Source::kInput;
-      const void* base = from_input ? me.input : me.send;
-      if (host_dst == nullptr || base == nullptr ||
-          range.end() > (from_input ? me.input_count : me.send_count))
-        return range_error("staged source range", rank, range.offset, range.count);
+      auto staged = staged_source(work, rank, source, range, host_dst);
+      RUCCL_TRY(staged);
+      const std::byte* src = staged.value();
       const std::size_t es = dtype_size(work.dtype);
-      RUCCL_TRY(check_pointer(base, es, l.gpu, from_input ? "input" : "send buffer", l.name()));
-      const auto* src = static_cast<const std::byte*>(base) + range.offset * es;
+      RUCCL_TRY(check_pointer(src, es, l.gpu,
+                              source == Source::kInput ? "input" : "send buffer", l.name()));
       return staged_queued(l, check(cudaMemcpyAsync(host_dst, src, range.count * es, cudaMemcpyDefault,
                                                     l.stream.get()),
                                     "cudaMemcpyAsync of a staged range from " + l.name(), l.gpu),

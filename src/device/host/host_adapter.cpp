@@ -115,15 +115,9 @@ class HostAdapter final : public DeviceAdapter {
   Result<StageTicket> stage_out(Work& work, std::size_t rank, Source source, Range range,
                                 void* host_dst) override {
     if (range.count == 0) return StageTicket{0};
-    const RankBuffers& me = work.ranks[rank];
-    const bool from_input = source == Source::kInput;
-    const void* base = from_input ? me.input : me.send;
-    if (host_dst == nullptr || base == nullptr ||
-        range.end() > (from_input ? me.input_count : me.send_count))
-      return range_error("staged source range", rank, range.offset, range.count);
-    const std::size_t es = dtype_size(work.dtype);
-    const auto* src = static_cast<const std::byte*>(base) + range.offset * es;
-    std::memcpy(host_dst, src, range.count * es);
+    auto src = staged_source(work, rank, source, range, host_dst);
+    RUCCL_TRY(src);
+    std::memcpy(host_dst, src.value(), range.count * dtype_size(work.dtype));
     return StageTicket{0};
   }
 
