@@ -372,11 +372,13 @@ Status ExchangeRun::check_frames(std::span<const RecvOp> recvs) {
     expect.token = t_.options_.token;
     const std::size_t length = kWireHeaderBytes + (f.inline_payload ? op.bytes : 0);
     auto header = read_header(std::span<const std::byte>(frame(f.at), length), expect);
-    const std::string which = "recv from rank " + std::to_string(op.peer) + " tag " +
-                              tag_string(op.tag);
-    if (!header) return header.status().with_context(which);
+    auto which = [&] {  // built only for an error: this runs for every message
+      return "recv from rank " + std::to_string(op.peer) + " tag " + tag_string(op.tag);
+    };
+    if (!header) return header.status().with_context(which());
     const void* payload = f.inline_payload ? frame(f.at) + kWireHeaderBytes : op.data;
-    RUCCL_TRY(check_payload(header.value(), payload, op.bytes).with_context(which));
+    if (Status s = check_payload(header.value(), payload, op.bytes); !s)
+      return s.with_context(which());
     if (f.inline_payload && op.bytes > 0) std::memcpy(op.data, payload, op.bytes);
   }
   return Status::ok();
@@ -555,7 +557,11 @@ Status ExchangeRun::run(std::span<const SendOp> sends, std::span<const RecvOp> r
     poll();
     error = first_error_;
     if (!error) break;
-    if (in_flight_.empty()) return check_frames(recvs);
+    if (in_flight_.empty()) {
+      error = check_frames(recvs);  // a failed check is told to the peers too
+      if (error) return error;
+      break;
+    }
     error = failed_peer_error();
     if (!error) break;
     error = t_.notice();

@@ -160,7 +160,7 @@ struct TransportOptions {
   JobToken token{};
   // Payload checksums (RUCCL_CHECKSUM): computed by senders, checked by
   // receivers. Off: headers are still checked, payloads are not.
-  bool checksum = true;
+  bool checksum = true;  // (world communicators pass Config::checksum(), default off)
 };
 
 // A UCX transport: its own ucp_context and ucp_worker (tag matching, endpoints

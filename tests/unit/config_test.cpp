@@ -133,11 +133,11 @@ TEST_F(ConfigEnv, ReadsEveryVariable) {
   set("RUCCL_FAULT", "adapter:rank=0,seq=1,verb=combine");
   set("RUCCL_FLIGHT_RECORDER", "16");
   set("RUCCL_FLIGHT_RECORDER_SIGNAL", "0");
-  set("RUCCL_CHECKSUM", "0");
+  set("RUCCL_CHECKSUM", "1");
   auto e = Config::from_env();
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
-  EXPECT_FALSE(e->checksum());
-  EXPECT_TRUE(Config().checksum());
+  EXPECT_TRUE(e->checksum());
+  EXPECT_FALSE(Config().checksum());
   EXPECT_NE(e->difference(Config()).find("checksum"), std::string::npos);
   EXPECT_EQ(e->fault(), "adapter:rank=0,seq=1,verb=combine");
   EXPECT_EQ(e->flight_recorder(), 16u);
