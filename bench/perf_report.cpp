@@ -1,8 +1,10 @@
 #include "perf_report.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace ruccl::perf {
@@ -35,6 +37,27 @@ void print_timing(std::FILE* out, const Timing& t) {
                time_text(t.p99_us).c_str());
 }
 
+// The algo column's width: 0 (none), 12 (world), or wide enough for
+// --budget-compare's lane names ("hierarchical budget 1M").
+int algo_width(const Options& o, bool world) {
+  if (o.budget_compare) return 24;
+  return world ? 12 : 0;
+}
+
+std::string staging_text(const Row& row) {
+  if (!row.budget_bytes) return "N/A";
+  std::size_t peak = 0;
+  for (const Timing* t : {&row.out_of_place, &row.in_place})
+    if (t->ran && t->error.empty()) peak = std::max(peak, t->staging_peak_bytes);
+  return std::to_string(peak);
+}
+
+std::string budget_text(const Row& row) {
+  if (!row.budget_bytes) return "N/A";
+  if (*row.budget_bytes == std::numeric_limits<std::size_t>::max()) return "none";
+  return std::to_string(*row.budget_bytes);
+}
+
 bool timing_failed(const Timing& t) {
   return t.ran && (!t.error.empty() || (t.wrong && *t.wrong != 0));
 }
@@ -57,7 +80,7 @@ std::string json_string(std::string_view s) {
   return out + "\"";
 }
 
-std::string json_timing(const Timing& t) {
+std::string json_timing(const Timing& t, bool peer) {
   if (!t.ran) return "null";
   std::ostringstream o;
   o.precision(10);
@@ -65,7 +88,9 @@ std::string json_timing(const Timing& t) {
     << ", \"busbw_gbps\": " << t.busbw_gbps
     << ", \"wrong\": " << (t.wrong ? std::to_string(*t.wrong) : "null")
     << ", \"p50_us\": " << t.p50_us << ", \"p99_us\": " << t.p99_us
-    << ", \"error\": " << (t.error.empty() ? "null" : json_string(t.error)) << "}";
+    << ", \"error\": " << (t.error.empty() ? "null" : json_string(t.error));
+  if (!peer) o << ", \"staging_peak_bytes\": " << t.staging_peak_bytes;
+  o << "}";
   return o.str();
 }
 
@@ -137,16 +162,29 @@ void print_header(std::FILE* out, const Options& options, const Config& config,
     std::fprintf(out, "# memcpy %zu bytes: %.2f GB/s%s\n", memcpy_baseline->bytes,
                  memcpy_baseline->gbps, world ? " (rank 0's process)" : "");
   std::fprintf(out, "#\n");
-  const int shift = world ? 14 : 0;  // the algo column
+  if (options.budget_compare)
+    std::fprintf(out,
+                 "# budget compare: each communicator unbounded (max_chunk_bytes SIZE_MAX: one "
+                 "message per transfer) and through BoundedCommunicator(%zu B), interleaved per "
+                 "iteration on the same buffers\n",
+                 *options.budget_compare);
+  if (shows_staging(options))
+    std::fprintf(out,
+                 "# staging: peak bytes of message staging any rank held at once in any call "
+                 "(Communicator::last_staging), against the call's budget\n");
+  const int width = algo_width(options, world.has_value());
+  const int shift = width ? width + 2 : 0;  // the algo column
   std::fprintf(out, "# %*s%61s\n", 70 + shift, "out-of-place", "in-place");
   std::fprintf(out, "# %10s  %12s  %6s  %6s  %6s", "size", "count", "type", "redop", "root");
-  if (world) std::fprintf(out, "  %12s", "algo");
+  if (width) std::fprintf(out, "  %*s", width, "algo");
   for (int i = 0; i < 2; ++i)
     std::fprintf(out, "  %8s %8s %8s %6s %8s %8s", "time", "algbw", "busbw", "#wrong", "p50", "p99");
+  if (shows_staging(options)) std::fprintf(out, "  %10s %10s", "staging", "budget");
   std::fprintf(out, "\n# %10s  %12s  %6s  %6s  %6s", "(B)", "(elements)", "", "", "");
-  if (world) std::fprintf(out, "  %12s", "");
+  if (width) std::fprintf(out, "  %*s", width, "");
   for (int i = 0; i < 2; ++i)
     std::fprintf(out, "  %8s %8s %8s %6s %8s %8s", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)");
+  if (shows_staging(options)) std::fprintf(out, "  %10s %10s", "(B)", "(B)");
   std::fprintf(out, "\n");
 }
 
@@ -158,13 +196,16 @@ void print_note(std::FILE* out, const std::string& note) {
   std::fprintf(out, "# %s\n", note.c_str());
 }
 
-void print_row(std::FILE* out, const Row& row) {
+void print_row(std::FILE* out, const Row& row, const Options& options) {
   const Case& c = row.c;
   std::fprintf(out, "  %10zu  %12zu  %6s  %6s  %6s", c.size_bytes, c.count,
                std::string(dtype_name(c.dtype)).c_str(), op_text(c).c_str(), root_text(c).c_str());
-  if (!row.algo.empty()) std::fprintf(out, "  %12s", row.algo.c_str());
+  if (!row.algo.empty())
+    std::fprintf(out, "  %*s", std::max(algo_width(options, true), 12), row.algo.c_str());
   print_timing(out, row.out_of_place);
   print_timing(out, row.in_place);
+  if (shows_staging(options))
+    std::fprintf(out, "  %10s %10s", staging_text(row).c_str(), budget_text(row).c_str());
   std::fprintf(out, "\n");
   for (const Timing* t : {&row.out_of_place, &row.in_place})
     if (t->ran && !t->error.empty())
@@ -182,6 +223,22 @@ void print_ratio(std::FILE* out, const Row& a, const Row& b) {
   std::fprintf(out, "# ratio of p50 times %s/%s: out-of-place %s, in-place %s\n", a.algo.c_str(),
                b.algo.c_str(), ratio(a.out_of_place, b.out_of_place).c_str(),
                ratio(a.in_place, b.in_place).c_str());
+  std::fflush(out);
+}
+
+void print_budget_ratio(std::FILE* out, const Row& unbounded, const Row& bounded) {
+  auto ratio = [](const Timing& u, const Timing& b) -> std::string {
+    if (!u.ran || !b.ran) return "N/A";
+    if (!u.error.empty() || !b.error.empty() || b.p50_us <= 0) return "-";
+    return fmt("%.3f", u.p50_us / b.p50_us);
+  };
+  std::string text = "# " + bounded.algo + " / " + unbounded.algo +
+                     ": throughput (unbounded p50 / bounded p50) out-of-place " +
+                     ratio(unbounded.out_of_place, bounded.out_of_place) + ", in-place " +
+                     ratio(unbounded.in_place, bounded.in_place) + "; peak staging " +
+                     staging_text(bounded) + " B of a " + budget_text(bounded) +
+                     " B budget (unbounded: " + staging_text(unbounded) + " B)";
+  std::fprintf(out, "%s\n", text.c_str());
   std::fflush(out);
 }
 
@@ -267,8 +324,13 @@ Status write_json(const std::string& path, const Options& options, const Config&
     if (!rows[i].algo.empty()) o << ", \"algo\": " << json_string(rows[i].algo);
     o << ", \"impl\": " << json_string(rows[i].impl)
       << ", \"peer\": " << (rows[i].peer ? "true" : "false");
-    o << ",\n     \"out_of_place\": " << json_timing(rows[i].out_of_place)
-      << ",\n     \"in_place\": " << json_timing(rows[i].in_place);
+    if (rows[i].budget_bytes) {
+      o << ", \"budget_bytes\": ";
+      if (*rows[i].budget_bytes == std::numeric_limits<std::size_t>::max()) o << "null";
+      else o << *rows[i].budget_bytes;
+    }
+    o << ",\n     \"out_of_place\": " << json_timing(rows[i].out_of_place, rows[i].peer)
+      << ",\n     \"in_place\": " << json_timing(rows[i].in_place, rows[i].peer);
     if (rows[i].model) {
       const ModelEstimate& m = rows[i].model.value();
       o << ",\n     \"model\": {\"read_bytes_per_rank\": " << m.read_bytes
@@ -288,7 +350,7 @@ Status write_csv(const std::string& path, const std::vector<Row>& rows, bool wit
   o << "collective,size,count,type,redop,root,ranks,"
        "oop_time_us,oop_algbw_gbps,oop_busbw_gbps,oop_wrong,oop_p50_us,oop_p99_us,oop_error,"
        "ip_time_us,ip_algbw_gbps,ip_busbw_gbps,ip_wrong,ip_p50_us,ip_p99_us,ip_error"
-    << (with_algo ? ",algo" : "") << ",impl\n";
+    << (with_algo ? ",algo" : "") << ",impl,budget_bytes,oop_staging_peak_bytes,ip_staging_peak_bytes\n";
   for (const Row& row : rows) {
     const Case& c = row.c;
     o << kind_name(c.kind) << ',' << c.size_bytes << ',' << c.count << ','
@@ -296,7 +358,14 @@ Status write_csv(const std::string& path, const std::vector<Row>& rows, bool wit
       << (c.root ? std::to_string(*c.root) : "") << ',' << c.ranks << ','
       << csv_timing(row.out_of_place) << ',' << csv_timing(row.in_place);
     if (with_algo) o << ',' << csv_field(row.algo);
-    o << ',' << csv_field(row.impl) << '\n';
+    o << ',' << csv_field(row.impl) << ',';
+    if (row.budget_bytes && *row.budget_bytes != std::numeric_limits<std::size_t>::max())
+      o << *row.budget_bytes;
+    for (const Timing* t : {&row.out_of_place, &row.in_place}) {
+      o << ',';
+      if (!row.peer && t->ran) o << t->staging_peak_bytes;
+    }
+    o << '\n';
   }
   return write_file(path, o.str());
 }

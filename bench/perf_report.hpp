@@ -5,6 +5,10 @@
 // out-of-place and for in-place: time (us, mean of the per-iteration max over
 // ranks), algbw and busbw (GB/s, 1e9 bytes/s), #wrong (N/A without -c 1), and
 // p50 / p99 per-iteration time (us). A placement a collective lacks reads N/A.
+// With an explicit budget (--max-chunk-bytes, --budget-compare) two more: the
+// peak staging bytes of the row's calls (max over placements, calls and ranks;
+// Communicator::last_staging) and the budget they ran under. --budget-compare
+// also shows the algo column in-process (the lane: unbounded, budget SIZE).
 #pragma once
 
 #include <cstdio>
@@ -24,9 +28,13 @@ void print_header(std::FILE* out, const Options& options, const Config& config,
                   const std::optional<WorldInfo>& world = std::nullopt);
 void print_section(std::FILE* out, CollectiveKind kind);
 void print_note(std::FILE* out, const std::string& note);  // "# note"
-void print_row(std::FILE* out, const Row& row);  // the algo column when row.algo is set
+// The algo column when row.algo is set; the staging columns when shows_staging(options).
+void print_row(std::FILE* out, const Row& row, const Options& options);
 // "# ratio p50 a/b: ..." of two rows of the same case measured interleaved.
 void print_ratio(std::FILE* out, const Row& a, const Row& b);
+// --budget-compare: "# budget 1M / unbounded: throughput (p50) 0.934, peak staging
+// 1048576 B of 1048576 B" for an unbounded row and its bounded twin.
+void print_budget_ratio(std::FILE* out, const Row& unbounded, const Row& bounded);
 // "# model: ..." of a row with a ModelEstimate (--model).
 void print_model(std::FILE* out, const Row& row);
 // Totals, as nccl-tests ends: wrong elements and the average bus bandwidth.
@@ -40,7 +48,10 @@ bool any_error(const std::vector<Row>& rows);
 // row's "algo". Every row has "impl" (ruccl-inproc, ruccl-hierarchical,
 // ruccl-flat_ring, mpi, gloo, gloo_chunked: what a plot draws as one line) and, with
 // --model, "model". The top level has "mode" (in-process|world) and "label"
-// (--label, or null). The CSV gets a column algo (world mode), then impl.
+// (--label, or null). Every ruccl row has "budget_bytes" (null: unbounded) and
+// each placement "staging_peak_bytes" (peers: null). The CSV gets a column
+// algo (world mode or --budget-compare), then impl, budget_bytes,
+// oop_staging_peak_bytes, ip_staging_peak_bytes.
 Status write_json(const std::string& path, const Options& options, const Config& config,
                   const std::optional<MemcpyBaseline>& memcpy_baseline,
                   const std::vector<Row>& rows,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <string>
 
 #include "perf_data.hpp"
@@ -137,6 +138,8 @@ struct Runner::RankState {
   std::vector<std::vector<double>> times_us;  // this rank's time of each iteration
   std::vector<std::vector<double>> max_us;    // world: the max over all ranks
   std::vector<std::uint64_t> wrong;
+  std::vector<std::uint64_t> staging;         // per lane: peak staging of this rank's calls
+  std::vector<std::uint64_t> staging_max;     // world: the max over all ranks
   std::int32_t token_in = 0, token_out = 0;   // world: the barrier's all_reduce
   Tensor copy_from, copy_to;                  // --model (local rank 0): the memcpy
   std::vector<double> copy_us;                //   and its time per iteration
@@ -189,6 +192,24 @@ std::size_t Runner::world_size() const { return lanes_.front().comm->world_size(
 std::size_t Runner::first_rank() const { return lanes_.front().comm->first_rank(); }
 std::size_t Runner::local_ranks() const { return lanes_.front().comm->devices().size(); }
 
+std::vector<Runner::Lane> Runner::lanes_of(const Options& options, std::string name,
+                                           std::shared_ptr<Communicator> comm,
+                                           const std::string& impl) {
+  std::vector<Lane> lanes;
+  if (!options.budget_compare) {
+    lanes.push_back({std::move(name), std::move(comm), impl, std::nullopt, std::nullopt});
+    return lanes;
+  }
+  const std::size_t budget = *options.budget_compare;
+  const std::string prefix = name.empty() ? "" : name + " ";
+  lanes.push_back({prefix + "unbounded", comm, impl + "-unbounded",
+                   std::numeric_limits<std::size_t>::max(), std::nullopt});
+  lanes.push_back({prefix + "budget " + bytes_text(budget), comm,
+                   impl + "-budget-" + bytes_text(budget), budget,
+                   BoundedCommunicator(comm, budget)});
+  return lanes;
+}
+
 std::vector<std::string> Runner::algos() const {
   std::vector<std::string> names;
   for (const Lane& lane : lanes_) names.push_back(lane.name);
@@ -225,8 +246,7 @@ Result<std::unique_ptr<Runner>> Runner::create(const Options& options, const Con
   std::shared_ptr<DeviceAdapter> adapter = make_host_adapter();
   auto comm = Communicator::create(std::move(devices), adapter, config);
   if (!comm) return comm.status();
-  std::vector<Lane> lanes;
-  lanes.push_back({"", std::move(comm).value()});
+  std::vector<Lane> lanes = lanes_of(options, "", std::move(comm).value(), "ruccl-inproc");
   return std::unique_ptr<Runner>(
       new Runner(options, config, std::move(adapter), std::move(lanes), false));
 }
@@ -248,7 +268,9 @@ Result<std::unique_ptr<Runner>> Runner::create_world(const Options& options, con
       return Status(comm.status().code(), "create_world_communicator(" +
                                               std::string(global_strategy_name(algo)) +
                                               "): " + comm.status().message());
-    lanes.push_back({std::string(global_strategy_name(algo)), std::move(comm).value()});
+    const std::string name(global_strategy_name(algo));
+    for (Lane& lane : lanes_of(options, name, std::move(comm).value(), "ruccl-" + name))
+      lanes.push_back(std::move(lane));
   }
   std::unique_ptr<Runner> runner(new Runner(options, config, nullptr, std::move(lanes), true));
   if (!options.peers.empty() && options.devices_per_process != 1)
@@ -276,15 +298,24 @@ Status Runner::task_error(const Status& pool_status) const {
 }
 
 Status Runner::renew_communicators() {
+  // Lanes sharing a communicator (--budget-compare) share its replacement.
+  std::vector<std::pair<Communicator*, std::shared_ptr<Communicator>>> renewed;
   for (Lane& lane : lanes_) {
     if (!lane.comm->aborted()) continue;
     // A world communicator is collective to create; after an error the run ends.
     if (world_)
       return Status(ErrorCode::kAborted,
                     "the world communicator (" + lane.name + ") was aborted by an earlier error");
-    auto comm = Communicator::create(lane.comm->devices(), adapter_, config_);
-    if (!comm) return comm.status();
-    lane.comm = std::move(comm).value();
+    auto done = std::find_if(renewed.begin(), renewed.end(),
+                             [&](const auto& r) { return r.first == lane.comm.get(); });
+    if (done == renewed.end()) {
+      auto comm = Communicator::create(lane.comm->devices(), adapter_, config_);
+      if (!comm) return comm.status();
+      renewed.emplace_back(lane.comm.get(), std::move(comm).value());
+      done = renewed.end() - 1;
+    }
+    lane.comm = done->second;
+    if (lane.bounded) lane.bounded.emplace(lane.comm, lane.bounded->max_chunk_bytes());
   }
   return Status::ok();
 }
@@ -302,7 +333,8 @@ std::vector<Row> Runner::run(const Case& c) {
     row.c = c;
     if (l < lanes_.size()) {
       row.algo = lanes_[l].name;
-      row.impl = world_ ? "ruccl-" + lanes_[l].name : "ruccl-inproc";
+      row.impl = lanes_[l].impl;
+      row.budget_bytes = lanes_[l].budget.value_or(config_.max_chunk_bytes());
     } else {
       row.algo = row.impl = peers_[l - lanes_.size()]->name();
       row.peer = true;
@@ -360,19 +392,41 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
     if (c.kind == CollectiveKind::kReduceScatter) return at(st.in, rank * c.chunk * elem);
     return at(st.in, 0);
   };
-  auto call = [&](Communicator& comm, RankState& st, std::size_t rank) -> Status {
+  // Lane `lane`'s call: through its BoundedCommunicator, or with its budget.
+  auto call = [&](std::size_t lane, RankState& st, std::size_t rank) -> Status {
+    if (BoundedCommunicator* bounded = lanes_[lane].bounded ? &*lanes_[lane].bounded : nullptr) {
+      switch (c.kind) {
+        case CollectiveKind::kAllReduce:
+          return bounded->all_reduce_into(rank, st.in_view, st.out_view, *c.op);
+        case CollectiveKind::kReduce:
+          return bounded->reduce_into(rank, st.in_view, st.out_view, *c.op, root);
+        case CollectiveKind::kBroadcast:
+          return bounded->broadcast_into(rank, rank == root ? &st.in_view : nullptr, st.out_view);
+        case CollectiveKind::kAllGather: return bounded->all_gather_into(rank, st.in_view, st.out_view);
+        case CollectiveKind::kReduceScatter:
+          return bounded->reduce_scatter_into(rank, st.in_view, st.out_view, *c.op);
+        case CollectiveKind::kAllToAllV:
+          return bounded->all_to_all_v_into(rank, st.in_view, st.send_counts, st.out_view,
+                                            st.recv_counts);
+      }
+      return Status(ErrorCode::kInternal, "unknown collective");
+    }
+    Communicator& comm = *lanes_[lane].comm;
+    const CallOptions options{lanes_[lane].budget};
     switch (c.kind) {
       case CollectiveKind::kAllReduce:
-        return comm.all_reduce_into(rank, st.in_view, st.out_view, *c.op);
+        return comm.all_reduce_into(rank, st.in_view, st.out_view, *c.op, options);
       case CollectiveKind::kReduce:
-        return comm.reduce_into(rank, st.in_view, st.out_view, *c.op, root);
+        return comm.reduce_into(rank, st.in_view, st.out_view, *c.op, root, options);
       case CollectiveKind::kBroadcast:
-        return comm.broadcast_into(rank, rank == root ? &st.in_view : nullptr, st.out_view);
-      case CollectiveKind::kAllGather: return comm.all_gather_into(rank, st.in_view, st.out_view);
+        return comm.broadcast_into(rank, rank == root ? &st.in_view : nullptr, st.out_view,
+                                 options);
+      case CollectiveKind::kAllGather: return comm.all_gather_into(rank, st.in_view, st.out_view, options);
       case CollectiveKind::kReduceScatter:
-        return comm.reduce_scatter_into(rank, st.in_view, st.out_view, *c.op);
+        return comm.reduce_scatter_into(rank, st.in_view, st.out_view, *c.op, options);
       case CollectiveKind::kAllToAllV:
-        return comm.all_to_all_v_into(rank, st.in_view, st.send_counts, st.out_view, st.recv_counts);
+        return comm.all_to_all_v_into(rank, st.in_view, st.send_counts, st.out_view, st.recv_counts,
+                                    options);
     }
     return Status(ErrorCode::kInternal, "unknown collective");
   };
@@ -402,6 +456,8 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
     RankState& st = ranks_[local];
     st.status = Status::ok();
     st.wrong.assign(slots, 0);
+    st.staging.assign(lanes, 0);
+    st.staging_max.assign(lanes, 0);
     st.status = ensure_bytes(st.in, model.input_count() * elem, local);
     if (st.status) st.status = ensure_bytes(st.out, out_count * elem, local);
     if (!st.status) return;
@@ -455,7 +511,7 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
           sync.arrive_and_wait();
         }
         const auto t0 = std::chrono::steady_clock::now();
-        const Status s = call(*lanes_[l].comm, st, rank);
+        const Status s = call(l, st, rank);
         const auto t1 = std::chrono::steady_clock::now();
         if (!s) {
           fail(st, l, rank, s);
@@ -464,6 +520,9 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
         }
         if (it >= warmup)
           st.times_us[l][it - warmup] = std::chrono::duration<double, std::micro>(t1 - t0).count();
+        // Untimed: what the call staged (this rank's own thread, right after it).
+        if (auto staged = lanes_[l].comm->last_staging(rank))
+          st.staging[l] = std::max<std::uint64_t>(st.staging[l], staged->peak_bytes);
       }
       if (copy_model && local == 0) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -493,6 +552,8 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
     if (world_ && iters > 0)
       for (std::size_t l = 0; l < lanes; ++l)
         if (!agree(l, st, rank, st.times_us[l].data(), st.max_us[l].data(), DataType::kF64, iters,
+                   ReduceOp::kMax) ||
+            !agree(l, st, rank, &st.staging[l], &st.staging_max[l], DataType::kU64, 1,
                    ReduceOp::kMax))
           return;
     // Peers: the same max, with MPI.
@@ -523,6 +584,10 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
     std::sort(per_iter.begin(), per_iter.end());
     timing.p50_us = percentile(per_iter, 50);
     timing.p99_us = percentile(per_iter, 99);
+    if (l < lanes)
+      for (const RankState& st : ranks_)
+        timing.staging_peak_bytes = std::max<std::size_t>(
+            timing.staging_peak_bytes, world_ ? st.staging_max[l] : st.staging[l]);
     if (timing.mean_us > 0) {
       timing.algbw_gbps = static_cast<double>(c.size_bytes) / timing.mean_us / 1e3;
       timing.busbw_gbps = timing.algbw_gbps * bus_factor(c.kind, n);
@@ -542,7 +607,7 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
       if (!active[l]) continue;
       model.fill_input(rank, input_at(st, rank));
       if (!in_place) std::memset(at(st.out, 0), 0xa5, out_count * elem);
-      if (const Status s = l < lanes ? call(*lanes_[l].comm, st, rank) : peers_[l - lanes]->call();
+      if (const Status s = l < lanes ? call(l, st, rank) : peers_[l - lanes]->call();
           !s) {
         fail(st, l, rank, s);
         return;

@@ -32,6 +32,13 @@
 //               gloo::BarrierAllToAll), then the peer's call (timed);
 //               their per-iteration max and wrong counts are agreed with MPI
 //               after the loop. ruccl's own timed path never calls MPI.
+// --budget-compare SIZE doubles every communicator's lane: first its call
+// without a budget (CallOptions max_chunk_bytes = SIZE_MAX), then the same
+// call through a BoundedCommunicator of SIZE bytes, interleaved per iteration
+// on the same buffers (A B A B ...). After each warm-up and timed call (off the
+// timed span) every rank reads Communicator::last_staging; a row's peak staging
+// is the max over its calls and ranks (world: agreed with a ruccl all_reduce
+// max after the loop, like the times).
 #pragma once
 
 #include <condition_variable>
@@ -45,6 +52,7 @@
 
 #include "perf_peers.hpp"
 #include "perf_types.hpp"
+#include "ruccl/bounded.hpp"
 #include "ruccl/communicator.hpp"
 #include "ruccl/config.hpp"
 #include "ruccl/tensor.hpp"
@@ -120,9 +128,15 @@ class Runner {
  private:
   struct RankState;
   struct Lane {
-    std::string name;                     // the strategy ("" in-process)
+    std::string name;                     // the strategy ("" in-process), + the budget
     std::shared_ptr<Communicator> comm;
+    std::string impl;                     // the row's impl (plots)
+    std::optional<std::size_t> budget;    // CallOptions::max_chunk_bytes; nullopt: the Config's
+    std::optional<BoundedCommunicator> bounded;  // --budget-compare's bounded lane
   };
+  // One lane per communicator, or two with --budget-compare (unbounded, bounded).
+  static std::vector<Lane> lanes_of(const Options& options, std::string name,
+                                    std::shared_ptr<Communicator> comm, const std::string& impl);
   Runner(const Options& options, const Config& config, std::shared_ptr<DeviceAdapter> adapter,
          std::vector<Lane> lanes, bool world);
   std::vector<Timing> measure(const Case& c, bool in_place);  // one per lane, then per peer

@@ -1,5 +1,7 @@
 #include "perf_types.hpp"
 
+#include <limits>
+
 namespace ruccl::perf {
 
 std::string_view kind_name(CollectiveKind kind) { return collective_name(kind); }
@@ -32,6 +34,18 @@ double bus_factor(CollectiveKind kind, std::size_t ranks) {
     case CollectiveKind::kReduce: return 1.0;
   }
   return 1.0;
+}
+
+std::string bytes_text(std::size_t bytes) {
+  if (bytes == std::numeric_limits<std::size_t>::max()) return "unbounded";
+  static constexpr const char* kUnits[] = {"K", "M", "G"};
+  std::string unit;
+  for (const char* u : kUnits) {
+    if (bytes == 0 || bytes % 1024 != 0) break;
+    bytes /= 1024;
+    unit = u;
+  }
+  return std::to_string(bytes) + unit;
 }
 
 }  // namespace ruccl::perf

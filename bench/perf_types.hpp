@@ -30,6 +30,8 @@ bool kind_has_root(CollectiveKind kind);
 bool kind_has_in_place(CollectiveKind kind);  // all_to_all_v is out-of-place only
 // nccl-tests' bus-bandwidth factor: busbw = algbw * factor.
 double bus_factor(CollectiveKind kind, std::size_t ranks);
+// "1M", "64K", "3G" for exact multiples of 1024, else the bytes; "unbounded" for SIZE_MAX.
+std::string bytes_text(std::size_t bytes);
 
 struct Options {
   std::vector<CollectiveKind> collectives{CollectiveKind::kAllReduce};
@@ -55,6 +57,11 @@ struct Options {
   std::vector<ReduceOp> ops{ReduceOp::kSum};
   std::size_t root = 0;
   std::optional<std::size_t> max_chunk_bytes;  // nullopt: the Config's (env or default)
+  // --budget-compare SIZE: every communicator is measured twice, interleaved
+  // per iteration on the same buffers: unbounded (CallOptions max_chunk_bytes =
+  // SIZE_MAX: one message per transfer) and through a BoundedCommunicator of
+  // SIZE bytes; the rows get the peak staging and the throughput ratio.
+  std::optional<std::size_t> budget_compare;
   bool memcpy_baseline = true;
   std::string json_path;
   std::string csv_path;
@@ -92,6 +99,9 @@ struct Timing {
   double algbw_gbps = 0;     // size / mean time, 1e9 bytes per second
   double busbw_gbps = 0;
   std::optional<std::size_t> wrong;  // mismatching elements; nullopt when not checked
+  // ruccl rows: the most staging bytes any rank held at once in any warm-up or
+  // timed call (Communicator::last_staging; world mode: max over all processes).
+  std::size_t staging_peak_bytes = 0;
   std::string error;                 // a collective's error; empty when it succeeded
 };
 
@@ -108,6 +118,10 @@ struct ModelEstimate {
   double fraction_in_place = 0;
 };
 
+// Whether the table gets the staging columns (peak staging, budget): calls made
+// with an explicit budget (--max-chunk-bytes, --budget-compare).
+inline bool shows_staging(const Options& o) { return o.max_chunk_bytes || o.budget_compare; }
+
 struct Row {
   Case c;
   std::string algo;  // world mode: the global strategy's name, or the peer's; empty in-process
@@ -115,6 +129,9 @@ struct Row {
   // "ruccl-flat_ring", or a peer's name ("mpi", "gloo", "gloo_chunked").
   std::string impl;
   bool peer = false;  // measured by a peer (not ruccl)
+  // ruccl rows: the byte budget of the calls (SIZE_MAX: unbounded, the
+  // --budget-compare reference); nullopt for peers.
+  std::optional<std::size_t> budget_bytes;
   Timing out_of_place;
   Timing in_place;
   std::optional<ModelEstimate> model;

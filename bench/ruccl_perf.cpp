@@ -90,7 +90,14 @@ void print_usage(std::FILE* to) {
       "  -o, --op, --redop NAME      sum|mean|min|max|prod|all (default sum)\n"
       "  -r, --root N                root of broadcast and reduce (default 0); -r NAME is\n"
       "                              still read as the reduction op\n"
-      "      --max-chunk-bytes SIZE  byte budget of one message (default: Config)\n"
+      "      --max-chunk-bytes SIZE  byte budget of one message (default: Config); adds the\n"
+      "                              columns staging (peak bytes of message staging a rank\n"
+      "                              held at once, Communicator::last_staging) and budget\n"
+      "      --budget-compare SIZE   measure every communicator twice, interleaved per\n"
+      "                              iteration on the same buffers: unbounded (one message\n"
+      "                              per transfer) and through a BoundedCommunicator of\n"
+      "                              SIZE bytes; prints the throughput ratio and the peak\n"
+      "                              staging against SIZE per size\n"
       "      --json FILE, --csv FILE write the results there too\n"
       "      --memcpy, --no-memcpy   print the single-thread memcpy bandwidth of the\n"
       "                              largest size before the table (default on)\n"
@@ -239,6 +246,12 @@ std::vector<Flag> make_flags(Options& o, bool& help) {
          o.max_chunk_bytes = *n;
          return std::nullopt;
        }},
+      {0, {"budget-compare"}, true, [&o](std::string_view v) -> std::optional<std::string> {
+         const auto n = parse_bytes(v);
+         if (!n || *n == 0) return "--budget-compare needs a size >= 1";
+         o.budget_compare = *n;
+         return std::nullopt;
+       }},
       {0, {"json"}, true, [&o](std::string_view v) { o.json_path = v; return std::optional<std::string>(); }},
       {0, {"csv"}, true, [&o](std::string_view v) { o.csv_path = v; return std::optional<std::string>(); }},
       {0, {"memcpy"}, false, [&o](std::string_view) { o.memcpy_baseline = true; return std::optional<std::string>(); }},
@@ -279,6 +292,8 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o, bool& h
   if (o.ranks > 1024) return "--ranks must be at most 1024";
   if (o.min_bytes > o.max_bytes) return "-b must not exceed -e";
   if (o.step_factor < 2 && o.min_bytes < o.max_bytes) return "-f must be >= 2 for a sweep";
+  if (o.budget_compare && o.max_chunk_bytes)
+    return "--budget-compare sets both budgets (unbounded and SIZE); drop --max-chunk-bytes";
   if (o.world) {
     if (o.ranks_given) return "--ranks is for in-process mode; with --world use --devices-per-process";
     if (o.devices_per_process > 1024) return "--devices-per-process must be at most 1024";
@@ -440,15 +455,23 @@ int main(int argc, char** argv) {
       const std::vector<Row> measured = run.run(c);
       if (progress) std::fprintf(stderr, "\r\033[K");
       for (const Row& row : measured) {
-        if (out) print_row(out, row);
+        if (out) print_row(out, row, options);
         if (out && row.model) print_model(out, row);
         rows.push_back(row);
       }
       // Interleaved rows: each ruccl row against every later row (the other
       // strategy, the peers).
+      // With --budget-compare a lane's unbounded row is followed by its bounded
+      // twin: that pair gets the budget line, rows of other budgets no ratio.
       for (std::size_t a = 0; out && a < measured.size(); ++a)
-        for (std::size_t b = a + 1; !measured[a].peer && b < measured.size(); ++b)
-          print_ratio(out, measured[a], measured[b]);
+        for (std::size_t b = a + 1; !measured[a].peer && b < measured.size(); ++b) {
+          const bool twins = options.budget_compare && b == a + 1 && !measured[b].peer &&
+                             measured[b].budget_bytes == options.budget_compare;
+          if (twins) print_budget_ratio(out, measured[a], measured[b]);
+          else if (!options.budget_compare || measured[b].peer ||
+                   measured[a].budget_bytes == measured[b].budget_bytes)
+            print_ratio(out, measured[a], measured[b]);
+        }
       // A world communicator cannot be renewed after an error: the run ends.
       if (run.world() && any_error(measured)) {
         if (out) print_note(out, "stopped: the world communicator failed");
@@ -466,7 +489,9 @@ int main(int argc, char** argv) {
       status = kExitFailed;
     }
   if (printer && !options.csv_path.empty())
-    if (const Status s = write_csv(options.csv_path, rows, run.world()); !s) {
+    if (const Status s = write_csv(options.csv_path, rows,
+                                   run.world() || options.budget_compare.has_value());
+        !s) {
       std::fprintf(stderr, "ruccl-perf: %s\n", s.to_string().c_str());
       status = kExitFailed;
     }

@@ -9,10 +9,14 @@
 // every transfer to the executor's message size: executors that stage or send
 // bytes (the transport) use the budget; the in-process executor reads peers'
 // memory directly, stages nothing, and so moves each range whole.
+// last_staging(rank) reports what a call really staged against the budget
+// (Communicator::last_staging, StagingStats).
 // Chunked arithmetic may order floating reductions differently from unchunked.
 #pragma once
 
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "ruccl/communicator.hpp"
 
@@ -47,6 +51,34 @@ class BoundedCommunicator {
                                  std::span<const std::size_t> send_counts) {
     return inner_->all_to_all_v(rank, in, send_counts, options());
   }
+
+  // The into forms (Communicator's, with the budget).
+  Status all_reduce_into(std::size_t rank, const TensorView& in, const TensorView& out,
+                         ReduceOp op) {
+    return inner_->all_reduce_into(rank, in, out, op, options());
+  }
+  Status reduce_into(std::size_t rank, const TensorView& in, const TensorView& out, ReduceOp op,
+                     std::size_t root) {
+    return inner_->reduce_into(rank, in, out, op, root, options());
+  }
+  Status broadcast_into(std::size_t rank, const TensorView* in, const TensorView& out) {
+    return inner_->broadcast_into(rank, in, out, options());
+  }
+  Status all_gather_into(std::size_t rank, const TensorView& in, const TensorView& out) {
+    return inner_->all_gather_into(rank, in, out, options());
+  }
+  Status reduce_scatter_into(std::size_t rank, const TensorView& in, const TensorView& out,
+                             ReduceOp op) {
+    return inner_->reduce_scatter_into(rank, in, out, op, options());
+  }
+  Status all_to_all_v_into(std::size_t rank, const TensorView& in,
+                           std::span<const std::size_t> send_counts, const TensorView& out,
+                           std::vector<std::size_t>& recv_counts) {
+    return inner_->all_to_all_v_into(rank, in, send_counts, out, recv_counts, options());
+  }
+
+  // The staging of `rank`'s last collective on the inner communicator.
+  Result<StagingStats> last_staging(std::size_t rank) const { return inner_->last_staging(rank); }
 
  private:
   CallOptions options() const { return CallOptions{max_chunk_bytes_}; }

@@ -48,6 +48,36 @@ struct CallOptions {
   std::optional<std::size_t> max_chunk_bytes;
 };
 
+// The staging memory of one rank in one collective (Communicator::last_staging).
+//
+// Staging is memory a rank holds for message payload on its way between the
+// wire and the rank's own buffers, counted from what the executor really
+// allocated (the most held at once during the collective), not from a formula:
+//   - in-process (every rank in this process, and the local levels of a
+//     hierarchical all-reduce): 0. A rank reads its peer's range straight from
+//     the peer's memory, so nothing is staged and the budget cuts nothing.
+//   - across processes, host buffers (and device buffers UCX moves itself):
+//     copies land in place (all_gather, broadcast, all_to_all_v: 0); a
+//     reduction receives each message into a buffer first and combines it,
+//     one message per peer at a time, so the peak is the largest message
+//     received, at most max_chunk_bytes (one buffer per peer a step receives
+//     from; every algorithm here receives from one peer per reducing step).
+//   - across processes, device buffers UCX cannot move (the staged pipeline):
+//     its host buffers: (peers sent to + peers received from in a step) x 2
+//     slots x one message, i.e. up to 4 x max_chunk_bytes for a ring step.
+// Not counted: scratch of the engine (the partial sums of reduce, the work
+// buffer of out-of-place reduce_scatter), result tensors, UCX's own buffers,
+// the transport's header frames (72 B per message, which also carry payloads
+// below about 8 KiB inline: with a budget that small, every message of an
+// exchange is copied there), the inputs a fused small all-reduce receives with
+// the fingerprints (Config::one_shot_bytes), and device-side staging inside
+// the CUDA adapter (cross-GPU copies without peer access).
+struct StagingStats {
+  std::uint64_t sequence = 0;    // the collective (its sequence number on this rank)
+  std::size_t peak_bytes = 0;    // the most staging bytes this rank held at once
+  std::size_t budget_bytes = 0;  // the max_chunk_bytes the call ran under
+};
+
 // all_to_all_v's result: rows received from each source, in source-rank order.
 struct AllToAllV {
   Tensor data;                          // shape [sum(recv_counts), row...]
@@ -115,6 +145,12 @@ class Communicator {
   bool aborted() const;
   // Sequence number of the next collective `rank` will call (0 first).
   std::uint64_t next_sequence(std::size_t rank) const;
+  // The staging of `rank`'s last collective that succeeded (see StagingStats).
+  // Recorded by the rank's own thread when its call returns (a few relaxed
+  // stores per collective); read it from that thread after the call, or once
+  // the call has returned. kInvalidArgument: a rank this communicator does not
+  // serve, or one that has completed no collective yet.
+  Result<StagingStats> last_staging(std::size_t rank) const;
 
   struct Impl;
 

@@ -29,6 +29,7 @@ class Config {
   static constexpr std::chrono::milliseconds kDefaultTimeout{300'000};         // 300 s
   static constexpr std::chrono::milliseconds kMaxTimeout{10'000'000'000};      // 10^7 s
   static constexpr std::size_t kDefaultFlightRecorder = 64;                    // entries per rank
+  static constexpr std::size_t kDefaultOneShotBytes = 4096;                    // 4 KiB
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring), RUCCL_LOCAL_ALGO (ring),
@@ -36,7 +37,8 @@ class Config {
   // (WARN|INFO|TRACE), RUCCL_DEBUG_FILE, RUCCL_TRACE, RUCCL_FAULT (a fault plan),
   // RUCCL_FLIGHT_RECORDER (entries per rank; 0 = off) and
   // RUCCL_FLIGHT_RECORDER_SIGNAL (0 = no SIGUSR1 handler), RUCCL_CHECKSUM (1 =
-  // payload checksums). An unparsable value is an error naming the variable.
+  // payload checksums), RUCCL_ONE_SHOT_BYTES. An unparsable value is an error
+  // naming the variable.
   static Result<Config> from_env();
   // Same, over `base` instead of the defaults.
   static Result<Config> from_env(Config base);
@@ -55,6 +57,7 @@ class Config {
   Config& with_flight_recorder(std::size_t entries) { flight_recorder_ = entries; return *this; }
   Config& with_flight_recorder_signal(bool on) { flight_recorder_signal_ = on; return *this; }
   Config& with_checksum(bool on) { checksum_ = on; return *this; }
+  Config& with_one_shot_bytes(std::size_t bytes) { one_shot_bytes_ = bytes; return *this; }
 
   // Number of local participating devices (ranks in this process).
   std::size_t num_devices() const { return num_devices_; }
@@ -106,6 +109,14 @@ class Config {
   // checked either way. Processes may differ: each sender says in its header whether
   // it summed the payload.
   bool checksum() const { return checksum_; }
+  // Across processes, an all-reduce of host tensors of at most this many bytes
+  // (RUCCL_ONE_SHOT_BYTES, default 4 KiB; 0 = never) travels with the
+  // collective's fingerprint, one message to every rank, and each rank reduces
+  // all inputs itself in rank order (one round instead of the ring's 2(n-1)+1).
+  // Also capped by max_chunk_bytes and by what fits one message with the
+  // fingerprint (about 7.5 KiB at 2 ranks, less for larger worlds). Processes
+  // may differ: the fast path runs only where every rank sent its input.
+  std::size_t one_shot_bytes() const { return one_shot_bytes_; }
 
   // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,
   // 0 < timeout <= kMaxTimeout) and parses the fault plan.
@@ -129,6 +140,7 @@ class Config {
   std::size_t flight_recorder_ = kDefaultFlightRecorder;
   bool flight_recorder_signal_ = true;
   bool checksum_ = false;
+  std::size_t one_shot_bytes_ = kDefaultOneShotBytes;
 };
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept;

@@ -81,6 +81,15 @@ struct Communicator::Impl {
   std::unique_ptr<core::Tracer> tracer;  // null unless RUCCL_TRACE / Config::trace_file
   const core::FaultPlan faults;          // RUCCL_FAULT; empty almost always
   core::FlightRecorder recorder;
+  // Per rank: the staging of its last collective that succeeded (last_staging).
+  // Written by that rank's thread once per collective, after it ran.
+  struct StagingSlot {
+    std::atomic<std::uint64_t> calls{0};  // collectives recorded; 0: none yet
+    std::atomic<std::uint64_t> seq{0};
+    std::atomic<std::size_t> peak{0};
+    std::atomic<std::size_t> budget{0};
+  };
+  std::vector<StagingSlot> staging{devices.size()};
   std::atomic<bool> user_aborted{false};  // abort() was called: kAborted is no failure to dump
 };
 
@@ -112,9 +121,12 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
   if (auto broken = rendezvous.broken()) return *broken;
   const std::uint64_t seq = next_seq[local].fetch_add(1);
   const std::string_view kind = collective_name(req.kind);
-  core::ScopedSpan span(tracer.get(), local, std::string(kind) + " #" + std::to_string(seq),
-                        "collective",
-                        "\"seq\":" + std::to_string(seq) + ",\"world\":" + std::to_string(world));
+  // (Names and arguments are built only when tracing: this runs per collective.)
+  core::ScopedSpan span(
+      tracer.get(), local, tracer ? std::string(kind) + " #" + std::to_string(seq) : std::string(),
+      "collective",
+      tracer ? "\"seq\":" + std::to_string(seq) + ",\"world\":" + std::to_string(world)
+             : std::string());
   const auto started = core::Clock::now();
   req.max_chunk_bytes = options.max_chunk_bytes.value_or(config.max_chunk_bytes());
   if (!req.has_input) req.in.device = devices[local];
@@ -145,7 +157,7 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
   // rendezvous; in-process, the last local rank to arrive does it.
   std::optional<Result<core::Plan>> agreed;
   if (spanning) {
-    core::ScopedSpan agree(tracer.get(), local, "agree (fingerprints)", "phase");
+    core::ScopedSpan agree(tracer.get(), local, tracer ? "agree (fingerprints)" : "", "phase");
     agreed = spanning->agree_all(local, seq, req, geometry, config.timeout());
     if (agreed->is_ok()) recorder.mark(local, core::FlightState::kAgreed);
   }
@@ -166,6 +178,7 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
                                       generation.value()->plan.value(), config.timeout());
       job.run = executors.run.get();
       job.across = executors.across.get();
+      job.one_shot = executors.one_shot;
     }
     job.request = &req;
     job.geometry = &geometry.value();
@@ -179,6 +192,16 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
     job.tracer = tracer.get();
     if (!faults.empty() && faults.any(core::FaultKind::kExit, rank, seq)) job.faults = &faults;
     outcome = core::execute(job);
+    if (outcome.is_ok()) {
+      // The executors' staging (the in-process one stages nothing: no executor).
+      std::size_t peak = executors.run ? executors.run->peak_staging_bytes() : 0;
+      if (executors.across) peak = std::max(peak, executors.across->peak_staging_bytes());
+      StagingSlot& slot = staging[local];
+      slot.seq.store(seq, std::memory_order_relaxed);
+      slot.peak.store(peak, std::memory_order_relaxed);
+      slot.budget.store(req.max_chunk_bytes, std::memory_order_relaxed);
+      slot.calls.fetch_add(1, std::memory_order_release);
+    }
     // A failure while running (not a plan error, which every rank derived
     // alike): ranks in other processes may be blocked on this one. Tell them.
     if (spanning && !outcome.is_ok()) spanning->failed(local, seq, outcome.status());
@@ -259,6 +282,20 @@ void Communicator::abort(std::string reason) {
   impl_->rendezvous.abort(Status(ErrorCode::kAborted, std::move(reason)));
 }
 bool Communicator::aborted() const { return impl_->rendezvous.broken().has_value(); }
+Result<StagingStats> Communicator::last_staging(std::size_t rank) const {
+  const std::size_t local = rank - impl_->first;
+  if (rank < impl_->first || local >= impl_->staging.size())
+    return Status(ErrorCode::kInvalidArgument,
+                  "last_staging: rank " + std::to_string(rank) + " is not served by this communicator");
+  const Impl::StagingSlot& slot = impl_->staging[local];
+  if (slot.calls.load(std::memory_order_acquire) == 0)
+    return Status(ErrorCode::kInvalidArgument,
+                  "last_staging: rank " + std::to_string(rank) + " has completed no collective yet");
+  return StagingStats{slot.seq.load(std::memory_order_relaxed),
+                      slot.peak.load(std::memory_order_relaxed),
+                      slot.budget.load(std::memory_order_relaxed)};
+}
+
 std::uint64_t Communicator::next_sequence(std::size_t rank) const {
   const std::size_t local = rank - impl_->first;
   return rank >= impl_->first && local < impl_->next_seq.size() ? impl_->next_seq[local].load() : 0;

@@ -112,6 +112,11 @@ Result<Config> Config::from_env(Config base) {
   }
   RUCCL_TRY(read_flag("RUCCL_FLIGHT_RECORDER_SIGNAL", c.flight_recorder_signal_));
   RUCCL_TRY(read_flag("RUCCL_CHECKSUM", c.checksum_));
+  if (const char* v = std::getenv("RUCCL_ONE_SHOT_BYTES")) {
+    auto r = parse_size("RUCCL_ONE_SHOT_BYTES", v);
+    RUCCL_TRY(r);
+    c.one_shot_bytes_ = r.value();
+  }
   RUCCL_TRY(c.validate());
   return c;
 }
@@ -160,6 +165,7 @@ std::string Config::difference(const Config& other) const {
   field("flight_recorder_signal", static_cast<int>(flight_recorder_signal_),
         static_cast<int>(other.flight_recorder_signal_));
   field("checksum", static_cast<int>(checksum_), static_cast<int>(other.checksum_));
+  field("one_shot_bytes", one_shot_bytes_, other.one_shot_bytes_);
   return out;
 }
 

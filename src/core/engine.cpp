@@ -297,6 +297,7 @@ class RankExecution {
   Status algorithm(ring::RankRun& run) {
     switch (req_.kind) {
       case CollectiveKind::kAllReduce:
+        if (job_.one_shot) return ring::one_shot_all_reduce(run, geo_.count);
         if (job_.across != nullptr) {
           InProcRun in_process(job_, local_, work_.world);
           Decorated local(in_process, job_, steps_, job_.tracer,

@@ -40,6 +40,10 @@ struct RankJob {
   // the all-reduce is hierarchical: its local levels run in-process over the
   // local group (rank = local seat), its middle level over `across`.
   ring::RankRun* across = nullptr;
+  // All-reduce only: `run` delivers every rank's input as it was when the
+  // collective began (the world's fused small-tensor path), and the one-shot
+  // algorithm runs over it (ring/one_shot_all_reduce.cpp).
+  bool one_shot = false;
   const Request* request = nullptr;
   const Geometry* geometry = nullptr;
   Rendezvous::Generation* generation = nullptr;

@@ -25,6 +25,9 @@ struct Executors {
   // Set for a hierarchical all-reduce: the ring across processes of this
   // rank's local index (engine.hpp, RankJob::across).
   std::unique_ptr<ring::RankRun> across;
+  // All-reduce only: `run` delivers the inputs as they were at the start
+  // (RankJob::one_shot): the engine runs the one-shot algorithm over it.
+  bool one_shot = false;
 };
 
 class Spanning {

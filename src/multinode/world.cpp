@@ -16,6 +16,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "core/log.hpp"
 #include "core/spanning.hpp"
+#include "multinode/delivered_run.hpp"
 #include "multinode/from_bootstrap.hpp"
 #include "multinode/wire.hpp"
 #include "transport/transport.hpp"
@@ -41,7 +42,7 @@ class WorldSpanning final : public core::Spanning {
   WorldSpanning(std::unique_ptr<std::atomic<bool>> abort_flag,
                 std::unique_ptr<bootstrap::Bootstrap> boot,
                 std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
-                std::size_t world, const Config& config)
+                std::size_t world, bool host_buffers, const Config& config)
       : logger_(config),
         abort_flag_(std::move(abort_flag)),
         bootstrap_(std::move(boot)),
@@ -50,7 +51,9 @@ class WorldSpanning final : public core::Spanning {
         world_(world),
         per_process_(transports_.size()),
         strategy_(config.global_strategy()),
-        faults_(plan_of(config)) {}
+        faults_(plan_of(config)),
+        one_shot_bytes_(host_buffers ? config.one_shot_bytes() : 0),
+        one_shot_(per_process_) {}
   ~WorldSpanning() override {
     // Graceful closes (ucp_ep_close_nbx, flushing) need every worker of every
     // process to make progress at the same time, so each local transport closes
@@ -71,38 +74,62 @@ class WorldSpanning final : public core::Spanning {
   std::size_t first_rank() const override { return first_; }
   std::size_t world() const override { return world_; }
 
+  // Every rank sends its fingerprint to every other (one message each), and a
+  // small all-reduce's input rides along (Config::one_shot_bytes): when the
+  // plan is agreed and every rank's message carried its input, the collective
+  // runs as a one-shot all-reduce over the delivered inputs (executors()).
+  // Each rank sees the same messages, so all decide alike.
   Result<core::Plan> agree_all(std::size_t local, std::uint64_t seq, const core::Request& request,
                                const Result<core::Geometry>& geometry,
                                std::chrono::milliseconds timeout) override {
     const std::size_t me = first_ + local;
     auto mine = multinode::encode(request, geometry, world_);
     RUCCL_TRY(mine);
-    const std::size_t bytes = mine.value().size() * sizeof(std::uint64_t);
-    std::vector<std::vector<std::uint64_t>> theirs(world_);
+    OneShot& os = one_shot_[local];
+    os.ready = false;
+    os.words = mine.value().size();
+    const std::size_t record = os.words * sizeof(std::uint64_t);
+    const std::size_t payload = one_shot_payload(request, geometry, record);
+    os.out = std::move(mine).value();
+    os.out.resize(os.words + (payload + 7) / 8);
+    if (payload > 0) std::memcpy(os.out.data() + os.words, request.in.data, payload);
+    // Receives take any message up to what one message holds, whatever this
+    // rank sends: another process may send its input when this one does not.
+    const bool up_to = record < transport::kMaxUpToBytes;
+    const std::size_t capacity = up_to ? transport::kMaxUpToBytes : record;
+    os.in.resize(world_);
+    os.got.assign(world_, record);
     std::vector<transport::SendOp> sends;
     std::vector<transport::RecvOp> recvs;
     for (std::size_t r = 0; r < world_; ++r) {
       if (r == me) continue;
-      theirs[r].resize(mine.value().size());
-      sends.push_back({r, mine.value().data(), bytes,
+      os.in[r].resize((capacity + 7) / 8);
+      sends.push_back({r, os.out.data(), record + payload,
                        transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(me), 0}),
                        seq});
-      recvs.push_back({r, theirs[r].data(), bytes,
+      recvs.push_back({r, os.in[r].data(), capacity,
                        transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(r), 0}),
-                       seq});
+                       seq, up_to ? &os.got[r] : nullptr});
     }
-    RUCCL_TRY(transports_[local]
-                  ->exchange(sends, recvs, Clock::now() + timeout)
-                  .with_context(core::describe(seq, request.kind) + ": agreement (fingerprints)"));
+    if (Status sent = transports_[local]->exchange(sends, recvs, Clock::now() + timeout); !sent)
+      return sent.with_context(core::describe(seq, request.kind) + ": agreement (fingerprints)");
     std::vector<multinode::Decoded> decoded(world_);
     std::vector<const core::Request*> requests(world_);
     std::vector<const Result<core::Geometry>*> locals(world_);
+    bool all_sent_inputs = payload > 0;
     for (std::size_t r = 0; r < world_; ++r) {
       if (r == me) {
         requests[r] = &request;
         locals[r] = &geometry;
       } else {
-        auto d = multinode::decode(theirs[r], world_);
+        all_sent_inputs = all_sent_inputs && os.got[r] == record + payload;
+        auto d = os.got[r] < record
+                     ? Result<multinode::Decoded>(Status(
+                           ErrorCode::kProtocolError,
+                           "a message of " + std::to_string(os.got[r]) +
+                               " bytes, shorter than a fingerprint record (" +
+                               std::to_string(record) + ")"))
+                     : multinode::decode(std::span(os.in[r].data(), os.words), world_);
         if (!d) {
           const Status bad = d.status().with_context(
               "collective #" + std::to_string(seq) + ": the fingerprint from rank " +
@@ -115,7 +142,13 @@ class WorldSpanning final : public core::Spanning {
         locals[r] = &decoded[r].geometry;
       }
     }
-    return core::agree(requests, locals, seq);
+    Result<core::Plan> plan = core::agree(requests, locals, seq);
+    if (plan.is_ok() && all_sent_inputs) {
+      os.ready = true;
+      os.seq = seq;
+      os.count = geometry.value().count;
+    }
+    return plan;
   }
 
   void failed(std::size_t local, std::uint64_t seq, const Status& error) override {
@@ -130,6 +163,18 @@ class WorldSpanning final : public core::Spanning {
                             Work& work, DeviceAdapter& adapter, const core::Plan& plan,
                             std::chrono::milliseconds timeout) override {
     core::Executors out;
+    OneShot& os = one_shot_[local];
+    if (os.ready && os.seq == seq && kind == CollectiveKind::kAllReduce) {
+      os.ready = false;
+      std::vector<const std::byte*> inputs(world_);
+      for (std::size_t r = 0; r < world_; ++r)
+        inputs[r] = reinterpret_cast<const std::byte*>(
+            (r == first_ + local ? os.out : os.in[r]).data() + os.words);
+      out.run = std::make_unique<multinode::DeliveredRun>(adapter, work, local, first_ + local,
+                                                          world_, std::move(inputs), os.count);
+      out.one_shot = true;
+      return out;
+    }
     const std::size_t processes = world_ / per_process_;
     auto options = [&](std::uint32_t comm) {
       transport::TransportRunOptions o{comm, seq, plan.message_elements, timeout};
@@ -170,6 +215,35 @@ class WorldSpanning final : public core::Spanning {
   const std::size_t per_process_;
   const GlobalStrategy strategy_;
   const core::FaultPlan faults_;  // drop/corrupt faults for the executors (RUCCL_FAULT)
+
+  // Bytes of input a small all-reduce sends with its fingerprint record of
+  // `record` bytes; 0: it runs the usual way. Only where this rank's messages
+  // cross processes (not an all-in-process hierarchical world), for host
+  // buffers, within the byte budget and one message.
+  std::size_t one_shot_payload(const core::Request& request, const Result<core::Geometry>& geometry,
+                               std::size_t record) const {
+    if (one_shot_bytes_ == 0 || request.kind != CollectiveKind::kAllReduce || !geometry.is_ok() ||
+        !request.has_input || request.in.data == nullptr || request.dtype == DataType::kBytes)
+      return 0;
+    if (strategy_ == GlobalStrategy::kHierarchical && world_ == per_process_) return 0;
+    const std::size_t bytes = geometry.value().count * dtype_size(request.dtype);
+    if (bytes == 0 || bytes > one_shot_bytes_ || bytes > request.max_chunk_bytes ||
+        record + bytes > transport::kMaxUpToBytes)
+      return 0;
+    return bytes;
+  }
+  // The fused small all-reduce of one local rank (touched only by its thread).
+  struct OneShot {
+    bool ready = false;  // collective `seq` runs one-shot over the inputs below
+    std::uint64_t seq = 0;
+    std::size_t count = 0;  // elements of each input
+    std::size_t words = 0;  // of the fingerprint record, in front of each input
+    std::vector<std::uint64_t> out;              // this rank's record + input
+    std::vector<std::vector<std::uint64_t>> in;  // each other rank's message
+    std::vector<std::size_t> got;                // bytes received from each rank
+  };
+  const std::size_t one_shot_bytes_;  // Config::one_shot_bytes; 0 for device buffers
+  std::vector<OneShot> one_shot_;     // per local rank
 };
 
 // Each process's blob: for each local rank, an 8-byte length then its address.
@@ -362,9 +436,9 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
 
   auto adapter = make_adapter(local_devices.front().kind);
   RUCCL_TRY(adapter);
-  auto spanning = std::make_unique<WorldSpanning>(std::move(abort_flag), std::move(boot),
-                                                  std::move(transports),
-                                                  first, world, config);
+  auto spanning = std::make_unique<WorldSpanning>(
+      std::move(abort_flag), std::move(boot), std::move(transports), first, world,
+      local_devices.front().kind == DeviceKind::kHost, config);
   return core::make_spanning_communicator(std::move(local_devices), adapter.value(),
                                           std::move(config), std::move(spanning));
 }

@@ -27,6 +27,11 @@ Status ring_all_reduce(RankRun& run, std::size_t units, std::size_t unit);
 // other processes with the same local index), all-gather over `local`.
 Status hierarchical_all_reduce(RankRun& local, RankRun& across, std::size_t units,
                                std::size_t unit);
+// One-shot all-reduce of `count` elements for small tensors (one step of
+// latency): every rank reduces all n inputs itself, in rank order. Needs an
+// executor that delivers the inputs as they were when the collective began
+// (see one_shot_all_reduce.cpp); the in-process executor does not.
+Status one_shot_all_reduce(RankRun& run, std::size_t count);
 // Pipelined chain from the root: every rank ends with the root's segments.
 Status chain_broadcast(RankRun& run, std::span<const Range> segments, std::size_t root);
 // Pipelined chain to the root: the root's buffer ends with the reduction. The

@@ -35,6 +35,13 @@ class RankRun {
   // Marks the start of a named phase of the algorithm (for traces); the phase
   // lasts until the next mark or the end of the algorithm. Default: nothing.
   virtual void phase(const char* /*name*/) {}
+  // The most bytes of message staging (buffers that hold message payload on
+  // its way between the wire and the rank's buffers: receive buffers for
+  // reductions, host copies of device memory) this executor held at once since
+  // it was created, i.e. during its collective. Counted from what it really
+  // allocated. Executors that read peers' memory directly (the in-process
+  // one) stage nothing: 0.
+  virtual std::size_t peak_staging_bytes() const { return 0; }
 };
 
 }  // namespace ruccl::ring

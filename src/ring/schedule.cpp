@@ -92,6 +92,16 @@ Result<std::size_t> message_elements(std::size_t max_chunk_bytes, std::size_t el
   return (max_chunk_bytes / *unit_bytes) * unit;
 }
 
+OneShotStep one_shot_step(std::size_t rank, std::size_t world, std::size_t step) {
+  OneShotStep out;
+  if (rank == step)
+    for (std::size_t peer = 0; peer < world; ++peer)
+      if (peer != rank) out.send_to.push_back(peer);
+  out.recv_from = step;
+  out.combine = step == 0 ? Combine::kCopy : Combine::kReduce;
+  return out;
+}
+
 void append_messages(std::vector<Transfer>& out, std::size_t peer, Range src,
                      std::size_t dst_offset, std::size_t max_elements, Source source) {
   for (std::size_t done = 0; done < src.count;) {

@@ -67,6 +67,18 @@ inline std::size_t a2a_recv_peer(std::size_t rank, std::size_t world, std::size_
 // offsets[i] = sum(counts[0..i)); one more entry than counts (the total last).
 std::vector<std::size_t> exclusive_prefix(std::span<const std::size_t> counts);
 
+// One-shot all-reduce, steps 0..world-1: at step k rank k sends its input to
+// every other rank, and every rank takes rank k's input (its own from itself),
+// as a copy at step 0 and reduced into the result after, so that each rank
+// computes x0 op x1 op ... op x(n-1), left to right, bit for bit alike.
+struct OneShotStep {
+  std::vector<std::size_t> send_to;  // ranks this rank sends its input to
+  std::size_t recv_from = 0;         // the rank whose input this rank takes
+  Combine combine = Combine::kCopy;
+  friend bool operator==(const OneShotStep&, const OneShotStep&) = default;
+};
+OneShotStep one_shot_step(std::size_t rank, std::size_t world, std::size_t step);
+
 // Elements one message may carry: the largest multiple of `unit` elements that
 // fits `max_chunk_bytes`. kBudgetTooSmall (naming the budget and the unit size)
 // when not even one unit fits. elem_bytes, unit >= 1.

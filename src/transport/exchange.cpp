@@ -41,7 +41,7 @@ namespace {
 constexpr std::size_t kListedMessages = 8;  // messages named in an error, at most
 // Largest payload sent inline behind its header: below UCX's eager/rendezvous
 // switch on shared memory (about 8 KiB), where a copy costs less than a message.
-constexpr std::size_t kInlineBytes = 8192 - kWireHeaderBytes;
+constexpr std::size_t kInlineBytes = kMaxUpToBytes;
 constexpr auto kNoticeBound = std::chrono::milliseconds(500);
 constexpr std::size_t kNoticeText = 1024;  // bytes of error text a notice carries, at most
 
@@ -53,13 +53,24 @@ std::uint64_t header_tag(std::uint64_t tag) {
   return make_tag(f);
 }
 constexpr auto kCancelGrace = std::chrono::milliseconds(100);
+constexpr std::size_t kRareChecksEvery = 8;  // progress rounds between failure/deadline checks
 constexpr auto kDrainBound = std::chrono::seconds(2);
 
 }  // namespace
 
 class ExchangeRun {
  public:
-  ExchangeRun(UcxTransport& transport, WireKind kind) : t_(transport), kind_(kind) {}
+  ExchangeRun(UcxTransport& transport, WireKind kind)
+      : t_(transport),
+        kind_(kind),
+        s_(kind == WireKind::kAbort ? t_.notice_scratch_ : t_.scratch_),
+        recv_frames_(s_.recv_frames),
+        send_frames_(s_.send_frames),
+        messages_(s_.messages),
+        in_flight_(s_.in_flight) {
+    messages_.clear();
+    in_flight_.clear();
+  }
   // Should run() be left by an exception, nothing may stay posted.
   ~ExchangeRun() {
     try {
@@ -72,36 +83,18 @@ class ExchangeRun {
 
   Status run(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
              Clock::time_point deadline);
-  // The frame scratch this run uses: failure notices have their own, since
-  // they are sent while a failed data exchange still has messages in flight.
-  std::vector<std::byte>& frames() {
-    return kind_ == WireKind::kAbort ? t_.notice_frames_ : t_.frames_;
-  }
 
  private:
-  struct Message {
-    bool is_recv = false;
-    std::size_t peer = 0;
-    std::uint64_t tag = 0;
-    std::size_t bytes = 0;
-    ucs_status_t status = UCS_INPROGRESS;
-    std::size_t received = 0;  // receives: the length UCX delivered
-    std::size_t header = 0;    // header bytes in front of an inline payload
-    Request request;
-  };
-  // Where a receive's header (and inline payload) lands in the frame scratch.
-  struct Frame {
-    std::size_t at = 0;  // offset in t_.frames_
-    bool inline_payload = false;
-  };
+  using Message = ExchangeMessage;
+  using Frame = ExchangeFrame;
 
   Status check_ops(std::span<const SendOp> sends, std::span<const RecvOp> recvs) const;
   void lay_out_frames(std::span<const SendOp> sends, std::span<const RecvOp> recvs);
-  std::byte* frame(std::size_t at) { return frames().data() + at; }
+  std::byte* frame(std::size_t at) { return s_.frames.data() + at; }
   void post_recv_op(const RecvOp& op, Frame& f);
   void post_send_op(const SendOp& op, std::size_t at);
   void post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer,
-                 std::size_t header = 0);
+                 std::size_t header = 0, bool up_to = false);
   void post_send(const void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer,
                  std::size_t header = 0);
   Status check_frames(std::span<const RecvOp> recvs);
@@ -116,11 +109,12 @@ class ExchangeRun {
 
   UcxTransport& t_;
   const WireKind kind_;
-  std::vector<Frame> recv_frames_;      // per receive op
-  std::vector<std::size_t> send_frames_;  // per send op: offset of its header
-  std::vector<Message> messages_;
-  std::vector<std::size_t> in_flight_;  // indices into messages_
-  Status first_error_;                  // of the messages completed so far
+  ExchangeScratch& s_;  // the transport's, reused by every exchange of this kind
+  std::vector<Frame>& recv_frames_;
+  std::vector<std::size_t>& send_frames_;
+  std::vector<Message>& messages_;
+  std::vector<std::size_t>& in_flight_;
+  Status first_error_;  // of the messages completed so far
 };
 
 Status UcxTransport::exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
@@ -253,6 +247,11 @@ Status ExchangeRun::check_ops(std::span<const SendOp> sends,
   };
   for (std::size_t i = 0; i < recvs.size(); ++i) {
     RUCCL_TRY(check("recv", i, recvs[i].peer, recvs[i].data, recvs[i].bytes));
+    if (recvs[i].received != nullptr && recvs[i].bytes > kMaxUpToBytes)
+      return Status(ErrorCode::kInvalidArgument,
+                    "recv #" + std::to_string(i) + ": up to " + std::to_string(recvs[i].bytes) +
+                        " bytes: a receive of unknown length takes at most " +
+                        std::to_string(kMaxUpToBytes));
   }
   for (std::size_t i = 0; i < sends.size(); ++i) {
     RUCCL_TRY(check("send", i, sends[i].peer, sends[i].data, sends[i].bytes));
@@ -275,12 +274,14 @@ void ExchangeRun::lay_out_frames(std::span<const SendOp> sends, std::span<const 
     const bool copy = is_inline(sends[i].bytes) || sends[i].fault == SendFault::kCorrupt;
     at += kWireHeaderBytes + (copy ? sends[i].bytes : 0);
   }
-  if (frames().size() < at) frames().resize(at);
+  if (s_.frames.size() < at) s_.frames.resize(at);
 }
 
 void ExchangeRun::post_recv_op(const RecvOp& op, Frame& f) {
+  f.message = messages_.size();
   if (f.inline_payload) {
-    post_recv(frame(f.at), kWireHeaderBytes + op.bytes, op.tag, op.peer, kWireHeaderBytes);
+    post_recv(frame(f.at), kWireHeaderBytes + op.bytes, op.tag, op.peer, kWireHeaderBytes,
+              op.received != nullptr);
   } else {
     post_recv(frame(f.at), kWireHeaderBytes, header_tag(op.tag), op.peer);
     post_recv(op.data, op.bytes, op.tag, op.peer);
@@ -320,7 +321,7 @@ void ExchangeRun::post_send_op(const SendOp& op, std::size_t at) {
 }
 
 void ExchangeRun::post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer,
-                            std::size_t header) {
+                            std::size_t header, bool up_to) {
   // Always get a request, even when the message is already here: UCX 1.13
   // does not fill recv_info.tag_info (the received length) on immediate
   // completion, while ucp_tag_recv_request_test reports it from the request.
@@ -333,6 +334,7 @@ void ExchangeRun::post_recv(void* data, std::size_t bytes, std::uint64_t tag, st
   m.tag = tag;
   m.bytes = bytes;
   m.header = header;
+  m.up_to = up_to;
   Posted p = posted(ucp_tag_recv_nbx(t_.worker_.get(), data, bytes, tag, ~ucp_tag_t{0}, &param));
   m.status = p.status;  // UCS_INPROGRESS with a request, or an error
   m.request = std::move(p.request);
@@ -368,18 +370,20 @@ Status ExchangeRun::check_frames(std::span<const RecvOp> recvs) {
     expect.seq = op.seq;
     expect.step = tag.step;
     expect.piece = tag.piece;
-    expect.bytes = op.bytes;
+    expect.bytes = op.received == nullptr ? op.bytes
+                                          : messages_[f.message].received - kWireHeaderBytes;
     expect.token = t_.options_.token;
-    const std::size_t length = kWireHeaderBytes + (f.inline_payload ? op.bytes : 0);
+    const std::size_t length = kWireHeaderBytes + (f.inline_payload ? expect.bytes : 0);
     auto header = read_header(std::span<const std::byte>(frame(f.at), length), expect);
     auto which = [&] {  // built only for an error: this runs for every message
       return "recv from rank " + std::to_string(op.peer) + " tag " + tag_string(op.tag);
     };
     if (!header) return header.status().with_context(which());
     const void* payload = f.inline_payload ? frame(f.at) + kWireHeaderBytes : op.data;
-    if (Status s = check_payload(header.value(), payload, op.bytes); !s)
+    if (Status s = check_payload(header.value(), payload, expect.bytes); !s)
       return s.with_context(which());
-    if (f.inline_payload && op.bytes > 0) std::memcpy(op.data, payload, op.bytes);
+    if (f.inline_payload && expect.bytes > 0) std::memcpy(op.data, payload, expect.bytes);
+    if (op.received != nullptr) *op.received = expect.bytes;
   }
   return Status::ok();
 }
@@ -411,7 +415,8 @@ Status ExchangeRun::check_completed(const Message& m) const {
                       std::to_string(m.bytes - m.header) +
                       " bytes expected (nothing was written past them)");
   }
-  if (m.status == UCS_OK && m.is_recv && m.received != m.bytes) {
+  if (m.status == UCS_OK && m.is_recv && m.received != m.bytes &&
+      !(m.up_to && m.received >= m.header && m.received <= m.bytes)) {
     const std::size_t got = m.received >= m.header ? m.received - m.header : 0;
     return Status(ErrorCode::kShapeMismatch, describe(m) + ": got " + std::to_string(got) +
                                                  " bytes, expected " +
@@ -553,7 +558,7 @@ Status ExchangeRun::run(std::span<const SendOp> sends, std::span<const RecvOp> r
   }
 
   Status error;
-  while (true) {
+  for (std::size_t round = 0;; ++round) {
     poll();
     error = first_error_;
     if (!error) break;
@@ -562,17 +567,26 @@ Status ExchangeRun::run(std::span<const SendOp> sends, std::span<const RecvOp> r
       if (error) return error;
       break;
     }
-    error = failed_peer_error();
-    if (!error) break;
-    error = t_.notice();
-    if (!error) break;
-    if (t_.aborted()) {
-      error = outstanding_error(ErrorCode::kAborted, "exchange aborted");
-      break;
-    }
-    if (Clock::now() >= deadline) {
-      error = outstanding_error(ErrorCode::kTimeout, "exchange: deadline passed");
-      break;
+    // The rare ways out, every few rounds (a round is well under a microsecond).
+    if (round % kRareChecksEvery == 0) {
+      error = failed_peer_error();
+      if (!error) break;
+      // A peer's failure notice: said with whom this rank was still waiting
+      // on, which may name the rank at fault when the notice does not.
+      error = t_.notice();
+      if (!error) {
+        error = outstanding_error(error.code(),
+                                  error.message() + "; at rank " + std::to_string(t_.self_));
+        break;
+      }
+      if (t_.aborted()) {
+        error = outstanding_error(ErrorCode::kAborted, "exchange aborted");
+        break;
+      }
+      if (Clock::now() >= deadline) {
+        error = outstanding_error(ErrorCode::kTimeout, "exchange: deadline passed");
+        break;
+      }
     }
     t_.worker_.progress();
   }

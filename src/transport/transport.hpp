@@ -66,13 +66,19 @@ struct SendOp {
 
 // One message in: exactly `bytes` from `peer` under `tag`. A message of another
 // size is an error (kShapeMismatch); nothing is written past data + bytes.
+// With `received` set, the message may be shorter (up to `bytes`, which must
+// then be at most kMaxUpToBytes): its length is stored there.
 struct RecvOp {
   std::size_t peer = 0;
   void* data = nullptr;
   std::size_t bytes = 0;
   std::uint64_t tag = 0;
   std::uint64_t seq = 0;
+  std::size_t* received = nullptr;
 };
+// The largest receive that may take a shorter message (RecvOp::received):
+// what travels in one UCX message behind its header.
+inline constexpr std::size_t kMaxUpToBytes = 8192 - kWireHeaderBytes;
 
 enum class MemoryType { kHost, kCuda };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -91,10 +92,28 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
   if (path_ == MemoryPath::kStaged) return staged_step(sends, recvs, combine);
   const std::size_t es = dtype_size(work_.dtype);
   const RankBuffers& me = work_.ranks[local_];
+  const bool stage = staging(combine);
+  constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+  // A staged step files each message under its stream (peer), in piece order.
+  auto file = [](std::vector<std::vector<std::size_t>>& streams, std::size_t& used,
+                 std::vector<std::size_t>& stream_of, std::size_t peer, std::size_t index) {
+    std::size_t& at = stream_of[peer];
+    if (at == kNone) {
+      if (used == streams.size()) streams.emplace_back();
+      at = used++;
+      streams[at].clear();
+    }
+    streams[at].push_back(index);
+  };
   send_ops_.clear();
   recv_ops_.clear();
-  staged_for_.clear();
   self_.clear();
+  if (stage) {
+    step_recvs_.clear();
+    out_used_ = in_used_ = 0;
+    out_stream_of_.assign(world_, kNone);
+    in_stream_of_.assign(world_, kNone);
+  }
   std::fill(pieces_.begin(), pieces_.end(), 0);
   for (const Transfer& t : sends) {
     if (t.src.count == 0 || t.peer == rank_) continue;  // self: done as a receive
@@ -102,10 +121,10 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
     const std::uint64_t tag =
         make_tag({options_.comm, options_.seq, step_, static_cast<std::uint32_t>(rank_),
                   pieces_[t.peer]++});
+    if (stage) file(out_pieces_, out_used_, out_stream_of_, t.peer, send_ops_.size());
     send_ops_.push_back(SendOp{peer_of(t.peer), source(t), t.src.count * es, tag});
   }
   std::fill(pieces_.begin(), pieces_.end(), 0);
-  std::size_t staged_count = 0;
   for (const Transfer& t : recvs) {
     if (t.src.count == 0) continue;
     if (t.peer == rank_) {
@@ -118,21 +137,69 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
                                               "'s buffer");
     const std::uint64_t tag = make_tag({options_.comm, options_.seq, step_,
                                         static_cast<std::uint32_t>(t.peer), pieces_[t.peer]++});
-    void* into = static_cast<std::byte*>(me.recv) + t.dst_offset * es;
-    if (staging(combine)) {
-      if (staged_.size() <= staged_count) staged_.emplace_back();
-      staged_[staged_count].resize(t.src.count * es);
-      into = staged_[staged_count++].data();
-      staged_for_.push_back(&t);
+    if (stage) {
+      file(in_pieces_, in_used_, in_stream_of_, t.peer, step_recvs_.size());
+      step_recvs_.push_back(StagedRecv{RecvOp{peer_of(t.peer), nullptr, t.src.count * es, tag}, &t});
+    } else {
+      void* into = static_cast<std::byte*>(me.recv) + t.dst_offset * es;
+      recv_ops_.push_back(RecvOp{peer_of(t.peer), into, t.src.count * es, tag});
     }
-    recv_ops_.push_back(RecvOp{peer_of(t.peer), into, t.src.count * es, tag});
   }
   ++step_;
   if (!self_.empty()) RUCCL_TRY(adapter_.exchange(work_, local_, self_, combine));
-  RUCCL_TRY(exchange_ops(step_ - 1, Clock::now() + options_.timeout));
-  for (std::size_t i = 0; i < staged_for_.size(); ++i) {
-    const Transfer& t = *staged_for_[i];
-    RUCCL_TRY(adapter_.combine(work_, local_, t.dst_offset, staged_[i].data(), t.src.count, combine));
+  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  if (!stage) return exchange_ops(step_ - 1, deadline);
+  return staged_rounds(combine, deadline);
+}
+
+// A reduction step on the direct path: round r exchanges piece r of every
+// stream, both directions (a stream without one sits the round out), and
+// combines what it received before round r + 1 reuses the buffers. The peers
+// number pieces alike (ring::append_messages on both sides), so round r here
+// meets round r there; a peer running all of its messages in one exchange (a
+// step that does not stage) meets every round too.
+Status TransportRun::staged_rounds(Combine combine, Clock::time_point deadline) {
+  // One buffer per receiving stream, as large as its largest message: at most
+  // one message (max_chunk_bytes). Grown by freeing first, never shrunk.
+  if (staging_buffers_.size() < in_used_) staging_buffers_.resize(in_used_);
+  std::size_t rounds = 0;
+  for (std::size_t s = 0; s < in_used_; ++s) {
+    std::size_t largest = 0;
+    for (std::size_t i : in_pieces_[s]) largest = std::max(largest, step_recvs_[i].op.bytes);
+    StagingBuffer& buffer = staging_buffers_[s];
+    if (buffer.bytes < largest) {
+      buffer.data.reset();
+      buffer.bytes = 0;
+      buffer.data = std::make_unique_for_overwrite<std::byte[]>(largest);
+      buffer.bytes = largest;
+    }
+    rounds = std::max(rounds, in_pieces_[s].size());
+  }
+  std::size_t held = 0;
+  for (const StagingBuffer& buffer : staging_buffers_) held += buffer.bytes;
+  peak_staging_ = std::max(peak_staging_, held);
+  for (std::size_t s = 0; s < out_used_; ++s) rounds = std::max(rounds, out_pieces_[s].size());
+  rounds = std::max<std::size_t>(rounds, 1);  // a step without messages still exchanges (nothing)
+
+  std::swap(send_ops_, step_sends_);  // step_sends_: every send of the step
+  for (std::size_t r = 0; r < rounds; ++r) {
+    send_ops_.clear();
+    recv_ops_.clear();
+    for (std::size_t s = 0; s < out_used_; ++s)
+      if (r < out_pieces_[s].size()) send_ops_.push_back(step_sends_[out_pieces_[s][r]]);
+    for (std::size_t s = 0; s < in_used_; ++s) {
+      if (r >= in_pieces_[s].size()) continue;
+      RecvOp op = step_recvs_[in_pieces_[s][r]].op;
+      op.data = staging_buffers_[s].data.get();
+      recv_ops_.push_back(op);
+    }
+    RUCCL_TRY(exchange_ops(step_ - 1, deadline));
+    for (std::size_t s = 0; s < in_used_; ++s) {
+      if (r >= in_pieces_[s].size()) continue;
+      const Transfer& t = *step_recvs_[in_pieces_[s][r]].transfer;
+      RUCCL_TRY(adapter_.combine(work_, local_, t.dst_offset, staging_buffers_[s].data.get(),
+                                 t.src.count, combine));
+    }
   }
   return Status::ok();
 }
@@ -173,6 +240,7 @@ Status TransportRun::staged_step(std::span<const Transfer> sends,
     host_staging_ = std::move(memory.value());
     host_staging_bytes_ = bytes;
   }
+  peak_staging_ = std::max(peak_staging_, host_staging_bytes_);
   return run_schedule(plan, combine, deadline);
 }
 

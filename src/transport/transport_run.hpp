@@ -7,10 +7,17 @@
 //     this step's messages between the same two ranks, which both sides
 //     number alike because both cut transfers with ring::append_messages);
 //   - each receive lands straight in the recv buffer (Combine::kCopy) or in a
-//     staging buffer of at most one message, applied with DeviceAdapter::combine;
+//     staging buffer of one message, applied with DeviceAdapter::combine;
 //   - transfers from this rank to itself are done locally through the adapter;
 //   - Transport::exchange waits for all of them, with `timeout` as the deadline.
-// Staging memory per step is at most (receives in the step) x max_chunk_bytes.
+// A step that stages (a reduction) runs in rounds: round r is one exchange of
+// the r-th message (piece r) between every pair of ranks, both directions, and
+// each received message is combined before the next round reuses its buffer.
+// So a rank holds one staging buffer per peer it receives from in the step (one
+// for the ring and chain algorithms), each at most one message, i.e. at most
+// max_chunk_bytes: staging never grows with the tensor. Peers' rounds pair up
+// by piece number, as in the staged pipeline below, so they cannot deadlock.
+// peak_staging_bytes() reports the most staging memory held at once.
 // Memory types are chosen in one place, choose_memory_path(), once per
 // TransportRun: host buffers go to the transport as they are; device buffers
 // too when the transport takes device memory (UCX built with CUDA); otherwise
@@ -88,11 +95,17 @@ class TransportRun final : public ring::RankRun {
   MemoryPath memory_path() const { return path_; }
   Status step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
               Combine combine) override;
+  // The direct path: the bytes of its reduction staging buffers (held from the
+  // step that needs them to the end of the collective); the staged path: its
+  // host buffers (peers x directions x staging_slots segments).
+  std::size_t peak_staging_bytes() const override { return peak_staging_; }
 
  private:
   // transport_.exchange of send_ops_/recv_ops_, stamped with the collective's
   // full sequence number and any injected send fault of step `step`.
   Status exchange_ops(std::uint32_t step, Clock::time_point deadline);
+  // The direct path's staged receives of one step, in rounds (see the top).
+  Status staged_rounds(Combine combine, Clock::time_point deadline);
   const void* source(const Transfer& t) const;  // this rank's buffer a send reads
   bool staging(Combine combine) const;            // receive into staging, then combine?
   std::size_t peer_of(std::size_t group_rank) const {
@@ -126,8 +139,24 @@ class TransportRun final : public ring::RankRun {
   // Per-step scratch, reused across steps.
   std::vector<SendOp> send_ops_;
   std::vector<RecvOp> recv_ops_;
-  std::vector<std::vector<std::byte>> staged_;
-  std::vector<const Transfer*> staged_for_;
+  // The direct path's staged receives (a reduction step, staged_rounds): all
+  // of the step's sends and receives, each stream's (peer's) messages in piece
+  // order, and one buffer per receiving stream, kept for later steps.
+  struct StagedRecv {
+    RecvOp op;  // op.data: its stream's buffer, set per round
+    const Transfer* transfer = nullptr;
+  };
+  struct StagingBuffer {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t bytes = 0;
+  };
+  std::vector<SendOp> step_sends_;
+  std::vector<StagedRecv> step_recvs_;
+  std::vector<std::vector<std::size_t>> out_pieces_, in_pieces_;  // per stream: indices
+  std::size_t out_used_ = 0, in_used_ = 0;                        // streams in this step
+  std::vector<std::size_t> out_stream_of_, in_stream_of_;         // group rank -> stream
+  std::vector<StagingBuffer> staging_buffers_;                    // per receiving stream
+  std::size_t peak_staging_ = 0;
   std::vector<std::uint32_t> pieces_;
   std::vector<Transfer> self_;  // transfers from this rank to itself (local indices)
   // Staged path scratch: streams per peer, the host buffers (send streams'

@@ -106,7 +106,12 @@ Result<std::vector<std::byte>> Worker::address() const {
 
 unsigned Worker::progress() const {
   const unsigned events = ucp_worker_progress(handle_);
-  if (events == 0) sched_yield();
+  if (events != 0) {
+    idle_ = 0;
+  } else if (++idle_ >= kIdleSpins) {
+    idle_ = 0;
+    sched_yield();
+  }
   return events;
 }
 

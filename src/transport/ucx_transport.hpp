@@ -33,6 +33,33 @@ Status without_exceptions(const char* what, Body&& body) noexcept {
   }
 }
 
+// The scratch of one exchange (exchange.cpp), kept by the transport so that
+// an exchange allocates nothing once it has seen its sizes.
+struct ExchangeMessage {
+  bool is_recv = false;
+  std::size_t peer = 0;
+  std::uint64_t tag = 0;
+  std::size_t bytes = 0;
+  ucs_status_t status = UCS_INPROGRESS;
+  std::size_t received = 0;  // receives: the length UCX delivered
+  std::size_t header = 0;    // header bytes in front of an inline payload
+  bool up_to = false;        // receives: a shorter message is fine (RecvOp::received)
+  Request request;
+};
+// Where a receive's header (and inline payload) lands in the frame scratch.
+struct ExchangeFrame {
+  std::size_t at = 0;  // offset in ExchangeScratch::frames
+  bool inline_payload = false;
+  std::size_t message = 0;  // index in messages of the (first) receive posted
+};
+struct ExchangeScratch {
+  std::vector<std::byte> frames;             // headers and inline payloads
+  std::vector<ExchangeFrame> recv_frames;    // per receive op
+  std::vector<std::size_t> send_frames;      // per send op: offset of its header
+  std::vector<ExchangeMessage> messages;
+  std::vector<std::size_t> in_flight;        // indices into messages
+};
+
 struct PeerHealth {
   std::size_t peer = 0;
   ucs_status_t failure = UCS_OK;
@@ -102,8 +129,9 @@ class UcxTransport final : public Transport {
   Request notice_request_;           // the pending notice receive
   Status notice_;                    // the first notice received (ok: none)
   bool notified_ = false;            // notify_failure ran
-  std::vector<std::byte> frames_;    // exchange scratch: headers and inline payloads
-  std::vector<std::byte> notice_frames_;  // ... of failure notices
+  ExchangeScratch scratch_;          // of data and hello exchanges
+  ExchangeScratch notice_scratch_;   // of failure notices, sent while a failed
+                                     // data exchange still has messages in flight
 };
 
 }  // namespace ruccl::transport

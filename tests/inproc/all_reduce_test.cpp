@@ -1,5 +1,8 @@
-// all_reduce over 1..8 in-process ranks: every op x every reducible dtype x
-// sizes x forms (value, into, in-place), each checked against a closed form.
+// all_reduce over 1..8 ranks: every op x every reducible dtype x sizes x forms
+// (value, into, in-place, unaligned), each checked against a closed form; large
+// tensors; values known by hand. One body per case, run on the backend of the
+// binary (tests/support/backend.hpp): host devices in ruccl_inproc_all_reduce,
+// CUDA devices in ruccl_cuda_tests (skipped, saying why, without a GPU).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,18 +11,22 @@
 #include <string>
 #include <vector>
 
-#include "test_support.hpp"
+#include "backend.hpp"
 
 namespace ruccl::test {
 namespace {
 
-enum class Form { kValue, kInto, kInPlace };
-constexpr Form kForms[] = {Form::kValue, Form::kInto, Form::kInPlace};
+// kUnaligned: the input starts one element and the output three elements into
+// their allocations, so vectorised code (the CUDA kernels' 16-byte packs) sees
+// mismatched offsets.
+enum class Form { kValue, kInto, kInPlace, kUnaligned };
+constexpr Form kForms[] = {Form::kValue, Form::kInto, Form::kInPlace, Form::kUnaligned};
 const char* form_name(Form f) {
   switch (f) {
     case Form::kValue: return "value";
     case Form::kInto: return "into";
     case Form::kInPlace: return "in-place";
+    case Form::kUnaligned: return "unaligned";
   }
   return "?";
 }
@@ -38,8 +45,8 @@ struct Case {
 };
 
 // Runs every case on every rank in the same order; one thread per rank for the
-// whole list. Returns the failures of all ranks.
-void run_cases(Communicator& comm, const std::vector<Case>& cases, Failures& f) {
+// whole list. Records the failures of all ranks.
+void run_cases(const Backend& b, Communicator& comm, const std::vector<Case>& cases, Failures& f) {
   const std::size_t world = comm.world_size();
   std::vector<Bytes> expected(cases.size());
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -49,70 +56,80 @@ void run_cases(Communicator& comm, const std::vector<Case>& cases, Failures& f) 
   run_ranks(world, f, [&](std::size_t rank) {
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const Case& c = cases[i];
+      const std::size_t es = dtype_size(c.dtype);
       const std::string what = "all_reduce " + c.name() + " world " + std::to_string(world);
-      Bytes in = reduce_input_buffer(c.dtype, c.op, rank, c.count(), c.salt);
-      const Bytes original = in;
-      const TensorView in_view = view(in, c.dtype, c.shape, rank);
+      const Bytes host_in = reduce_input_buffer(c.dtype, c.op, rank, c.count(), c.salt);
+      const std::size_t in_skip = c.form == Form::kUnaligned ? es : 0;
+      Bytes padded(in_skip, std::byte{0x11});
+      padded.insert(padded.end(), host_in.begin(), host_in.end());
+      const Buffer in = b.upload(rank, padded);
+      const TensorView iv = in.view(c.dtype, c.shape, in_skip);
       switch (c.form) {
         case Form::kValue: {
-          auto r = comm.all_reduce(rank, in_view, c.op);
+          auto r = comm.all_reduce(rank, iv, c.op);
           if (!r.is_ok()) {
             f.add(rank, what + ": " + describe(r.status()));
             continue;
           }
-          check_tensor(f, rank, what, r.value(), c.dtype, c.shape, expected[i]);
-          RANK_CHECK(f, rank, in == original, what << ": input changed");
+          b.check_tensor(f, rank, what, r.value(), c.dtype, c.shape, expected[i]);
           break;
         }
-        case Form::kInto: {
-          Bytes out = filled(in.size(), 0xA5);
-          Status s = comm.all_reduce_into(rank, in_view, view(out, c.dtype, c.shape, rank), c.op);
+        case Form::kInto:
+        case Form::kUnaligned: {
+          // One spare element after the output: it must stay untouched.
+          const std::size_t out_skip = c.form == Form::kUnaligned ? 3 * es : 0;
+          const Buffer out = b.filled(rank, out_skip + host_in.size() + es, 0xA5);
+          Status s = comm.all_reduce_into(rank, iv, out.view(c.dtype, c.shape, out_skip), c.op);
           if (!s.is_ok()) {
             f.add(rank, what + ": " + describe(s));
             continue;
           }
-          check_bytes(f, rank, what, c.dtype, out.data(), expected[i]);
-          RANK_CHECK(f, rank, in == original, what << ": input changed");
+          const Bytes all = out.download();
+          check_bytes(f, rank, what, c.dtype, all.data() + out_skip, expected[i]);
+          RANK_CHECK(f, rank, all.back() == std::byte{0xA5}, what << ": wrote past the output");
           break;
         }
         case Form::kInPlace: {
-          Status s = comm.all_reduce_into(rank, in_view, in_view, c.op);
+          Status s = comm.all_reduce_into(rank, iv, iv, c.op);
           if (!s.is_ok()) {
             f.add(rank, what + ": " + describe(s));
             continue;
           }
-          check_bytes(f, rank, what, c.dtype, in.data(), expected[i]);
-          break;
+          check_bytes(f, rank, what, c.dtype, in.download().data(), expected[i]);
+          continue;  // the input is the result
         }
       }
+      RANK_CHECK(f, rank, in.download() == padded, what << ": input changed");
     }
   });
 }
 
-class AllReduce : public ::testing::TestWithParam<std::size_t> {};
+class AllReduce : public BackendWorldTest {};
 
 TEST_P(AllReduce, EveryOpDtypeSizeAndForm) {
+  const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = make_comm(world);
+  auto comm = b.make_comm(world);
   std::vector<Case> cases;
   std::uint64_t salt = 0;
   for (DataType dtype : kReducible) {
     for (ReduceOp op : kAllReduceOps) {
       for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3}, world - 1,
-                                std::size_t{257}}) {
+                                world + 1, std::size_t{257}, std::size_t{4099}}) {
         for (Form form : kForms) cases.push_back({dtype, op, Shape{count}, form, salt++ % 11});
       }
     }
   }
   Failures f;
-  run_cases(*comm, cases, f);
+  run_cases(b, *comm, cases, f);
   EXPECT_TRUE(f.empty()) << f.report();
   for (std::size_t r = 0; r < world; ++r) EXPECT_EQ(comm->next_sequence(r), cases.size());
 }
 
 TEST_P(AllReduce, MultiDimensionalShapesKeepTheirShape) {
+  const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = make_comm(world);
+  auto comm = b.make_comm(world);
   std::vector<Case> cases;
   for (Form form : kForms) {
     cases.push_back({DataType::kF32, ReduceOp::kSum, Shape{7, 5}, form, 1});
@@ -122,15 +139,17 @@ TEST_P(AllReduce, MultiDimensionalShapesKeepTheirShape) {
     cases.push_back({DataType::kF64, ReduceOp::kMin, Shape{}, form, 5});  // a scalar
   }
   Failures f;
-  run_cases(*comm, cases, f);
+  run_cases(b, *comm, cases, f);
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, AllReduce, ::testing::Values(1, 2, 3, 4, 7, 8),
-                         [](const auto& info) { return "world" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Worlds, AllReduce, ::testing::Values(1, 2, 3, 4, 7, 8), world_name);
 
-// A few large tensors (about a million elements), where chunks are uneven.
-TEST(AllReduceLarge, MillionElements) {
+class AllReduceLarge : public BackendTest {};
+
+// About a million elements: uneven chunks, long vectorised runs.
+TEST_F(AllReduceLarge, MillionElements) {
+  const Backend& b = tested_backend();
   constexpr std::size_t kCount = 1000003;
   struct Large {
     std::size_t world;
@@ -138,6 +157,8 @@ TEST(AllReduceLarge, MillionElements) {
   };
   const Large larges[] = {
       {8, {DataType::kF32, ReduceOp::kSum, Shape{kCount}, Form::kValue, 1}},
+      {4, {DataType::kF32, ReduceOp::kSum, Shape{kCount}, Form::kValue, 1}},
+      {4, {DataType::kF32, ReduceOp::kMean, Shape{kCount}, Form::kUnaligned, 6}},
       {7, {DataType::kI64, ReduceOp::kProd, Shape{kCount}, Form::kInPlace, 2}},
       {3, {DataType::kBF16, ReduceOp::kMax, Shape{kCount}, Form::kInto, 3}},
       {4, {DataType::kF64, ReduceOp::kMean, Shape{kCount}, Form::kInPlace, 4}},
@@ -145,16 +166,68 @@ TEST(AllReduceLarge, MillionElements) {
   };
   for (const auto& l : larges) {
     SCOPED_TRACE("world " + std::to_string(l.world) + " " + l.c.name());
-    auto comm = make_comm(l.world);
+    auto comm = b.make_comm(l.world);
     Failures f;
-    run_cases(*comm, {l.c}, f);
+    run_cases(b, *comm, {l.c}, f);
+    EXPECT_TRUE(f.empty()) << f.report();
+  }
+}
+
+// Random bit patterns (NaN, infinities, subnormals, wrapping integers) give
+// the same elements on the tested backend as on the host adapter: the same
+// ring, the same arithmetic. Any NaN matches any NaN (payloads may differ).
+TEST_F(AllReduceLarge, RandomBitsMatchTheHostAdapter) {
+  const Backend& b = tested_backend();
+  if (&b == &host_backend()) GTEST_SKIP() << "the host adapter is the reference itself";
+  constexpr std::size_t kCount = 4099;
+  for (std::size_t world : {2, 3, 4}) {
+    auto device_comm = b.make_comm(world);
+    auto host_comm = make_comm(world);
+    Failures f;
+    run_ranks(world, f, [&](std::size_t rank) {
+      std::uint64_t salt = 0;
+      for (DataType dtype : kReducible) {
+        for (ReduceOp op : kAllReduceOps) {
+          ++salt;
+          const std::string what = "all_reduce " + std::string(dtype_name(dtype)) + " " +
+                                   std::string(op_name(op)) + " world " + std::to_string(world);
+          Bytes in(kCount * dtype_size(dtype));
+          for (std::size_t i = 0; i < in.size(); ++i)
+            in[i] = static_cast<std::byte>(splitmix64(salt * 1000003 + rank * 7919 + i) >> 24);
+          Bytes want = in;
+          const Status hs = host_comm->all_reduce_into(rank, view1(want, dtype, rank),
+                                                       view1(want, dtype, rank), op);
+          const Buffer d = b.upload(rank, in);
+          const Status ds = device_comm->all_reduce_into(rank, d.view1(dtype), d.view1(dtype), op);
+          if (!hs.is_ok() || !ds.is_ok()) {
+            f.add(rank, what + ": host " + describe(hs) + ", " + b.name() + " " + describe(ds));
+            continue;
+          }
+          check_bytes(f, rank, what + " (" + b.name() + " vs host)", dtype, d.download().data(),
+                      want);
+        }
+      }
+    });
     EXPECT_TRUE(f.empty()) << f.report();
   }
 }
 
 // Values whose reduction is known by hand, independent of the test's codecs.
-TEST(AllReduceByHand, HalfPrecisionBitPatterns) {
-  auto comm = make_comm(4);
+class AllReduceByHand : public BackendTest {};
+
+// In-place all_reduce of one element on every rank; the result, downloaded.
+Bytes reduce_one_in_place(const Backend& b, Communicator& comm, std::size_t rank, DataType dtype,
+                          ReduceOp op, std::uint64_t logical, Status& s) {
+  Bytes host(dtype_size(dtype));
+  encode(dtype, logical, host.data());
+  const Buffer d = b.upload(rank, host);
+  s = comm.all_reduce_into(rank, d.view1(dtype), d.view1(dtype), op);
+  return d.download();
+}
+
+TEST_F(AllReduceByHand, HalfPrecisionBitPatterns) {
+  const Backend& b = tested_backend();
+  auto comm = b.make_comm(4);
   Failures f;
   // f16: rank r holds r+1 -> sum 10 (0x4900), mean 2.5 (0x4100), prod 24 (0x4E00).
   // bf16: same values: sum 10 (0x4120), mean 2.5 (0x4020), max 4 (0x4080).
@@ -174,8 +247,11 @@ TEST(AllReduceByHand, HalfPrecisionBitPatterns) {
                           {DataType::kBF16, ReduceOp::kMax, 0x4080}};
     for (const Want& w : wants) {
       std::uint16_t v = w.dtype == DataType::kF16 ? f16[rank] : bf16[rank];
-      Status s = comm->all_reduce_into(rank, TensorView::of(&v, w.dtype, 1, host_device(rank)),
-                                       TensorView::of(&v, w.dtype, 1, host_device(rank)), w.op);
+      Bytes host(2);
+      std::memcpy(host.data(), &v, 2);
+      const Buffer d = b.upload(rank, host);
+      Status s = comm->all_reduce_into(rank, d.view1(w.dtype), d.view1(w.dtype), w.op);
+      std::memcpy(&v, d.download().data(), 2);
       RANK_CHECK(f, rank, s.is_ok(), describe(s));
       RANK_CHECK(f, rank, v == w.bits, dtype_name(w.dtype) << " " << op_name(w.op) << ": got 0x"
                                                           << std::hex << v << " expected 0x"
@@ -188,9 +264,10 @@ TEST(AllReduceByHand, HalfPrecisionBitPatterns) {
 // Two ranks: every element is combined exactly once (a op b), so arbitrary
 // values have a closed form even where rounding happens. f16/bf16 compute in
 // f32 and round once per combine; Mean rounds the sum, then the quotient.
-TEST(AllReduceByHand, RoundingOfArbitraryValuesOnTwoRanks) {
+TEST_F(AllReduceByHand, RoundingOfArbitraryValuesOnTwoRanks) {
+  const Backend& b = tested_backend();
   constexpr std::size_t kCount = 4099;
-  auto comm = make_comm(2);
+  auto comm = b.make_comm(2);
   Failures f;
   auto bits16 = [](std::size_t rank, std::size_t i, std::uint64_t salt) {
     // Random 16-bit patterns, NaN inputs excluded; all exponents, subnormals, infs.
@@ -215,10 +292,10 @@ TEST(AllReduceByHand, RoundingOfArbitraryValuesOnTwoRanks) {
       Bytes want(kCount * es);
       for (std::size_t i = 0; i < kCount; ++i) {
         if (es == 2) {
-          std::uint16_t a = bits16(0, i, salt), b = bits16(1, i, salt);
+          std::uint16_t a = bits16(0, i, salt), b16 = bits16(1, i, salt);
           if (!not_nan16(dt, a)) a = 0x3C00 ^ (dt == DataType::kBF16 ? 0x0380 : 0);  // 1.0
-          if (!not_nan16(dt, b)) b = a;
-          const float x = to_f32(dt, a), y = to_f32(dt, b);
+          if (!not_nan16(dt, b16)) b16 = a;
+          const float x = to_f32(dt, a), y = to_f32(dt, b16);
           float r = 0;
           switch (op) {
             case ReduceOp::kSum: r = x + y; break;
@@ -229,7 +306,7 @@ TEST(AllReduceByHand, RoundingOfArbitraryValuesOnTwoRanks) {
           }
           const std::uint16_t w = from_f32(dt, r);
           std::memcpy(in[0].data() + i * 2, &a, 2);
-          std::memcpy(in[1].data() + i * 2, &b, 2);
+          std::memcpy(in[1].data() + i * 2, &b16, 2);
           std::memcpy(want.data() + i * 2, &w, 2);
         } else {
           // Finite values of all magnitudes with fractional parts.
@@ -270,49 +347,81 @@ TEST(AllReduceByHand, RoundingOfArbitraryValuesOnTwoRanks) {
       run_ranks(2, f, [&](std::size_t rank) {
         const std::string what = std::string("2-rank ") + std::string(dtype_name(dt)) + " " +
                                  std::string(op_name(op));
-        auto r = comm->all_reduce(rank, view1(in[rank], dt, rank), op);
+        const Buffer d = b.upload(rank, in[rank]);
+        auto r = comm->all_reduce(rank, d.view1(dt), op);
         if (!r.is_ok()) return f.add(rank, what + ": " + describe(r.status()));
-        check_tensor(f, rank, what, *r, dt, {kCount}, want);
+        b.check_tensor(f, rank, what, *r, dt, {kCount}, want);
       });
     }
   }
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
-TEST(AllReduceByHand, IntegerMeanTruncatesTowardZeroAndSumWraps) {
-  auto comm = make_comm(3);
+TEST_F(AllReduceByHand, IntegerMeanTruncatesTowardZeroAndSumWraps) {
+  const Backend& b = tested_backend();
+  auto comm = b.make_comm(3);
   Failures f;
+  auto as_int = [](DataType dtype, const Bytes& bytes) -> std::int64_t {
+    switch (dtype) {
+      case DataType::kI8: return static_cast<std::int8_t>(bytes.at(0));
+      case DataType::kI32: {
+        std::int32_t v = 0;
+        std::memcpy(&v, bytes.data(), 4);
+        return v;
+      }
+      default: {
+        std::int64_t v = 0;
+        std::memcpy(&v, bytes.data(), 8);
+        return v;
+      }
+    }
+  };
+  auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
   run_ranks(3, f, [&](std::size_t rank) {
+    Status s;
     // i32 mean of {-1, -1, -2} = -4 / 3 = -1 (toward zero, not -2).
-    std::int32_t a = rank == 2 ? -2 : -1;
-    Status s = comm->all_reduce_into(rank, TensorView::of(&a, DataType::kI32, 1, host_device(rank)),
-                                     TensorView::of(&a, DataType::kI32, 1, host_device(rank)),
-                                     ReduceOp::kMean);
+    std::int64_t a = as_int(DataType::kI32, reduce_one_in_place(b, *comm, rank, DataType::kI32,
+                                                                ReduceOp::kMean, u(rank == 2 ? -2 : -1), s));
     RANK_CHECK(f, rank, s.is_ok() && a == -1, describe(s) << " i32 mean got " << a);
     // i8 sum of {100, 100, 100} wraps to 44; mean of the wrapped sum is 14.
-    std::int8_t b = 100;
-    s = comm->all_reduce_into(rank, TensorView::of(&b, DataType::kI8, 1, host_device(rank)),
-                              TensorView::of(&b, DataType::kI8, 1, host_device(rank)),
-                              ReduceOp::kSum);
-    RANK_CHECK(f, rank, s.is_ok() && b == 44, describe(s) << " i8 sum got " << int{b});
-    std::int8_t c = 100;
-    s = comm->all_reduce_into(rank, TensorView::of(&c, DataType::kI8, 1, host_device(rank)),
-                              TensorView::of(&c, DataType::kI8, 1, host_device(rank)),
-                              ReduceOp::kMean);
-    RANK_CHECK(f, rank, s.is_ok() && c == 14, describe(s) << " i8 mean got " << int{c});
+    std::int64_t b8 = as_int(DataType::kI8, reduce_one_in_place(b, *comm, rank, DataType::kI8,
+                                                                ReduceOp::kSum, 100, s));
+    RANK_CHECK(f, rank, s.is_ok() && b8 == 44, describe(s) << " i8 sum got " << b8);
+    std::int64_t c = as_int(DataType::kI8, reduce_one_in_place(b, *comm, rank, DataType::kI8,
+                                                               ReduceOp::kMean, 100, s));
+    RANK_CHECK(f, rank, s.is_ok() && c == 14, describe(s) << " i8 mean got " << c);
     // i64 mean of INT64_MIN-ish values: the signed sum divided by 3 (no unsigned division).
-    std::int64_t d = -9;
-    s = comm->all_reduce_into(rank, TensorView::of(&d, DataType::kI64, 1, host_device(rank)),
-                              TensorView::of(&d, DataType::kI64, 1, host_device(rank)),
-                              ReduceOp::kMean);
+    std::int64_t d = as_int(DataType::kI64, reduce_one_in_place(b, *comm, rank, DataType::kI64,
+                                                                ReduceOp::kMean, u(-9), s));
     RANK_CHECK(f, rank, s.is_ok() && d == -9, describe(s) << " i64 mean got " << d);
     // u64 prod wraps: (2^32)^3 = 0 mod 2^64... plus one: (2^32+1)^3 mod 2^64.
-    std::uint64_t e = (std::uint64_t{1} << 32) + 1;
-    s = comm->all_reduce_into(rank, TensorView::of(&e, DataType::kU64, 1, host_device(rank)),
-                              TensorView::of(&e, DataType::kU64, 1, host_device(rank)),
-                              ReduceOp::kProd);
     const std::uint64_t x = (std::uint64_t{1} << 32) + 1;
+    std::uint64_t e = 0;
+    std::memcpy(&e, reduce_one_in_place(b, *comm, rank, DataType::kU64, ReduceOp::kProd, x, s).data(), 8);
     RANK_CHECK(f, rank, s.is_ok() && e == x * x * x, describe(s) << " u64 prod got " << e);
+  });
+  // Four ranks: i8 100 * 4 wraps to 144 - 256 = -112; Mean truncates -112 / 4 =
+  // -28. i32 Mean of {-1, -1, -1, -2} = -5 / 4 = -1 (toward zero).
+  auto comm4 = b.make_comm(4);
+  run_ranks(4, f, [&](std::size_t rank) {
+    const struct {
+      DataType dtype;
+      ReduceOp op;
+      std::int64_t in;
+      std::int64_t want;
+    } ints[] = {{DataType::kI8, ReduceOp::kSum, 100, -112},
+                {DataType::kI8, ReduceOp::kMean, 100, -28},
+                {DataType::kI32, ReduceOp::kMean, rank == 3 ? -2 : -1, -1}};
+    for (const auto& c : ints) {
+      Status s;
+      const Bytes got = reduce_one_in_place(b, *comm4, rank, c.dtype, c.op, u(c.in), s);
+      Bytes want(dtype_size(c.dtype));
+      encode(c.dtype, u(c.want), want.data());
+      RANK_CHECK(f, rank, s.is_ok(), describe(s));
+      check_bytes(f, rank,
+                  "4-rank " + std::string(dtype_name(c.dtype)) + " " + std::string(op_name(c.op)),
+                  c.dtype, got.data(), want);
+    }
   });
   EXPECT_TRUE(f.empty()) << f.report();
 }

@@ -1,11 +1,13 @@
-// all_to_all_v over 1..8 in-process ranks: random counts with zeros, row
-// widths above one, results in source order.
+// all_to_all_v over 1..8 ranks: random counts with zeros, row widths above
+// one, results in source order. One body per case, run on the backend of the
+// binary (tests/support/backend.hpp): host devices in ruccl_inproc_collectives,
+// CUDA devices in ruccl_cuda_tests (skipped, saying why, without a GPU).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "test_support.hpp"
+#include "backend.hpp"
 
 namespace ruccl::test {
 namespace {
@@ -33,7 +35,7 @@ Shape rows_shape(std::size_t rows, std::size_t width) {
   return width == 1 ? Shape{rows} : Shape{rows, width};
 }
 
-void run_a2a(Communicator& comm, const std::vector<A2ACase>& cases, Failures& f) {
+void run_a2a(const Backend& b, Communicator& comm, const std::vector<A2ACase>& cases, Failures& f) {
   const std::size_t world = comm.world_size();
   run_ranks(world, f, [&](std::size_t rank) {
     for (std::size_t ci = 0; ci < cases.size(); ++ci) {
@@ -57,9 +59,9 @@ void run_a2a(Communicator& comm, const std::vector<A2ACase>& cases, Failures& f)
         want_counts[s] = c.counts[s][rank];
       }
       const std::size_t want_rows = want.size() / row_bytes;
-      Bytes in = input_of(rank);
-      const Bytes original = in;
-      const TensorView iv = view(in, c.dtype, rows_shape(in.size() / row_bytes, c.width), rank);
+      const Bytes original = input_of(rank);
+      const Buffer in = b.upload(rank, original);
+      const TensorView iv = in.view(c.dtype, rows_shape(original.size() / row_bytes, c.width));
       const std::string what = "all_to_all_v " + std::string(dtype_name(c.dtype)) + " width " +
                                std::to_string(c.width) + " case " + std::to_string(ci);
       if (ci % 2 == 0) {
@@ -69,32 +71,34 @@ void run_a2a(Communicator& comm, const std::vector<A2ACase>& cases, Failures& f)
           continue;
         }
         RANK_CHECK(f, rank, r->recv_counts == want_counts, what << ": recv_counts differ");
-        check_tensor(f, rank, what, r->data, c.dtype, rows_shape(want_rows, c.width), want);
+        b.check_tensor(f, rank, what, r->data, c.dtype, rows_shape(want_rows, c.width), want);
       } else {
-        Bytes out = filled(want.size() + 2 * row_bytes, 0xEE);  // two spare rows
+        const Buffer out_buf = b.filled(rank, want.size() + 2 * row_bytes, 0xEE);  // two spare rows
         std::vector<std::size_t> recv_counts{99};
         Status s = comm.all_to_all_v_into(
-            rank, iv, c.counts[rank], view(out, c.dtype, rows_shape(want_rows + 2, c.width), rank),
+            rank, iv, c.counts[rank], out_buf.view(c.dtype, rows_shape(want_rows + 2, c.width)),
             recv_counts);
         if (!s.is_ok()) {
           f.add(rank, what + ": " + describe(s));
           continue;
         }
         RANK_CHECK(f, rank, recv_counts == want_counts, what << ": recv_counts differ");
+        const Bytes out = out_buf.download();
         check_bytes(f, rank, what, c.dtype, out.data(), want);
         RANK_CHECK(f, rank, Bytes(out.begin() + want.size(), out.end()) == filled(2 * row_bytes, 0xEE),
                    what << ": wrote past the received rows");
       }
-      RANK_CHECK(f, rank, in == original, what << ": input changed");
+      RANK_CHECK(f, rank, in.download() == original, what << ": input changed");
     }
   });
 }
 
-class AllToAllV : public ::testing::TestWithParam<std::size_t> {};
+class AllToAllV : public BackendWorldTest {};
 
 TEST_P(AllToAllV, RandomCountsWithZerosInSourceOrder) {
+  const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = make_comm(world);
+  auto comm = b.make_comm(world);
   std::vector<A2ACase> cases;
   std::uint64_t seed = 1;
   for (DataType dt : {DataType::kF32, DataType::kI64, DataType::kBytes, DataType::kU8,
@@ -119,35 +123,35 @@ TEST_P(AllToAllV, RandomCountsWithZerosInSourceOrder) {
     cases.push_back({DataType::kF64, 1, self, 92});
   }
   Failures f;
-  run_a2a(*comm, cases, f);
+  run_a2a(b, *comm, cases, f);
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
 TEST_P(AllToAllV, WrongNumberOfSendCountsIsAnError) {
+  const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = make_comm(world);
+  auto comm = b.make_comm(world);
   Failures f;
   run_ranks(world, f, [&](std::size_t rank) {
     // send_counts must have one entry per rank and sum to the input rows.
     std::vector<std::size_t> counts(world + 1, 0);
-    Bytes in;
-    auto r = comm->all_to_all_v(rank, view(in, DataType::kF32, {0}, rank), counts);
+    const Buffer in = b.upload(rank, Bytes{});
+    auto r = comm->all_to_all_v(rank, in.view(DataType::kF32, {0}), counts);
     RANK_CHECK(f, rank, !r.is_ok(), "world+1 send counts accepted");
     std::vector<std::size_t> too_many(world, 1);  // sums to world rows, input has 1
-    Bytes one = filled(4, 0);
-    auto q = comm->all_to_all_v(rank, view(one, DataType::kF32, {1}, rank), too_many);
+    const Buffer one = b.filled(rank, 4, 0);
+    auto q = comm->all_to_all_v(rank, one.view(DataType::kF32, {1}), too_many);
     if (world != 1) RANK_CHECK(f, rank, !q.is_ok(), "send counts beyond the input accepted");
     // The group still works.
     std::vector<std::size_t> ones(world, 1);
-    Bytes in2 = move_input_buffer(DataType::kI32, rank, world);
-    auto ok = comm->all_to_all_v(rank, view1(in2, DataType::kI32, rank), ones);
+    const Buffer in2 = b.upload(rank, move_input_buffer(DataType::kI32, rank, world));
+    auto ok = comm->all_to_all_v(rank, in2.view1(DataType::kI32), ones);
     RANK_CHECK(f, rank, ok.is_ok(), "after errors: " << describe(ok.status()));
   });
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, AllToAllV, ::testing::Values(1, 2, 3, 4, 7, 8),
-                         [](const auto& info) { return "world" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Worlds, AllToAllV, ::testing::Values(1, 2, 3, 4, 7, 8), world_name);
 
 }  // namespace
 }  // namespace ruccl::test

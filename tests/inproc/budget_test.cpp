@@ -217,6 +217,58 @@ TEST_P(Budget, EmptyTensorsNeedNoBudget) {
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
+// last_staging in-process: a rank reads its peers' memory directly, so a
+// bounded call stages nothing (peak 0) and reports the budget it ran under;
+// the into forms of BoundedCommunicator give the same results as the value forms.
+TEST_P(Budget, InProcessStagesNothing) {
+  const std::size_t world = GetParam();
+  auto comm = make_comm(world);
+  BoundedCommunicator bounded(comm, 64);  // 16 f32: every range is cut many times
+  Failures f;
+  run_ranks(world, f, [&](std::size_t rank) {
+    auto none = bounded.last_staging(rank);
+    RANK_CHECK(f, rank, !none.is_ok() && none.status().code() == ErrorCode::kInvalidArgument,
+               "last_staging before any call: " << describe(none.status()));
+    auto expect = [&](const char* what, std::uint64_t seq, std::size_t budget) {
+      auto st = comm->last_staging(rank);
+      RANK_CHECK(f, rank, st.is_ok() && st->sequence == seq && st->peak_bytes == 0 &&
+                              st->budget_bytes == budget,
+                 what << ": " << (st.is_ok() ? "seq " + std::to_string(st->sequence) + " peak " +
+                                                   std::to_string(st->peak_bytes) + " budget " +
+                                                   std::to_string(st->budget_bytes)
+                                             : describe(st.status())));
+    };
+    const std::size_t count = 1000;
+    Bytes in = reduce_input_buffer(DataType::kF32, ReduceOp::kSum, rank, count, 9);
+    Bytes out(count * 4);
+    Status s = bounded.all_reduce_into(rank, view1(in, DataType::kF32, rank),
+                                       view1(out, DataType::kF32, rank), ReduceOp::kSum);
+    RANK_CHECK(f, rank, s.is_ok(), "bounded all_reduce_into: " << describe(s));
+    check_bytes(f, rank, "bounded all_reduce_into", DataType::kF32, out.data(),
+                expected_reduction(DataType::kF32, ReduceOp::kSum, world, count, 9));
+    expect("bounded all_reduce", 0, 64);
+
+    std::vector<std::size_t> counts(world, 100), recv_counts;
+    Bytes a2a_in = move_input_buffer(DataType::kF32, rank, 100 * world, 2);
+    Bytes a2a_out(100 * world * 4);
+    s = bounded.all_to_all_v_into(rank, view1(a2a_in, DataType::kF32, rank), counts,
+                                  view1(a2a_out, DataType::kF32, rank), recv_counts);
+    RANK_CHECK(f, rank, s.is_ok() && recv_counts == counts, "bounded all_to_all_v_into: " << describe(s));
+    Bytes want;
+    for (std::size_t src = 0; src < world; ++src) {
+      Bytes theirs = move_input_buffer(DataType::kF32, src, 100 * world, 2);
+      want.insert(want.end(), theirs.begin() + rank * 400, theirs.begin() + (rank + 1) * 400);
+    }
+    check_bytes(f, rank, "bounded all_to_all_v_into", DataType::kF32, a2a_out.data(), want);
+    expect("bounded all_to_all_v", 1, 64);
+
+    auto plain = comm->all_reduce(rank, view1(in, DataType::kF32, rank), ReduceOp::kMax);
+    RANK_CHECK(f, rank, plain.is_ok(), "all_reduce: " << describe(plain.status()));
+    expect("all_reduce with the config's budget", 2, comm->config().max_chunk_bytes());
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
 INSTANTIATE_TEST_SUITE_P(Worlds, Budget, ::testing::Values(1, 3, 4),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
 

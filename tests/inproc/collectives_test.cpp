@@ -1,18 +1,22 @@
-// reduce, broadcast, all_gather and reduce_scatter over 1..8 in-process ranks,
-// every root, value / into / in-place forms, checked against closed forms.
+// reduce, broadcast, all_gather and reduce_scatter over 1..8 ranks, every root,
+// value / into / in-place forms, checked against closed forms; the Session API.
+// One body per case, run on the backend of the binary (tests/support/backend.hpp):
+// host devices in ruccl_inproc_collectives, CUDA devices in ruccl_cuda_tests
+// (skipped, saying why, without a GPU).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "backend.hpp"
 #include "ring/schedule.hpp"
-#include "test_support.hpp"
 
 namespace ruccl::test {
 namespace {
 
-class Collectives : public ::testing::TestWithParam<std::size_t> {};
+class Collectives : public BackendWorldTest {};
 
 std::string tag(const char* coll, DataType dt, const Shape& shape, const char* form,
                 std::size_t extra = 0) {
@@ -22,10 +26,11 @@ std::string tag(const char* coll, DataType dt, const Shape& shape, const char* f
 
 // ---- reduce ----------------------------------------------------------------
 TEST_P(Collectives, ReduceToEveryRoot) {
+  const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = make_comm(world);
+  auto comm = b.make_comm(world);
   Failures f;
-  const DataType dtypes[] = {DataType::kF32, DataType::kI64, DataType::kBF16};
+  const DataType dtypes[] = {DataType::kF32, DataType::kI64, DataType::kBF16, DataType::kU8};
   const std::size_t counts[] = {0, 1, 257};
   run_ranks(world, f, [&](std::size_t rank) {
     std::uint64_t salt = 0;
@@ -37,10 +42,10 @@ TEST_P(Collectives, ReduceToEveryRoot) {
               ++salt;
               const std::string what = tag("reduce", dt, {count}, "form", form) + " op " +
                                        std::string(op_name(op)) + " root " + std::to_string(root);
-              Bytes in = reduce_input_buffer(dt, op, rank, count, salt);
-              const Bytes original = in;
+              const Bytes original = reduce_input_buffer(dt, op, rank, count, salt);
               const Bytes want = expected_reduction(dt, op, world, count, salt);
-              const TensorView iv = view1(in, dt, rank);
+              const Buffer in = b.upload(rank, original);
+              const TensorView iv = in.view1(dt);
               if (form == 0) {
                 auto r = comm->reduce(rank, iv, op, root);
                 if (!r.is_ok()) {
@@ -49,33 +54,33 @@ TEST_P(Collectives, ReduceToEveryRoot) {
                 }
                 if (rank == root) {
                   RANK_CHECK(f, rank, r->has_value(), what << ": root got no tensor");
-                  if (r->has_value()) check_tensor(f, rank, what, **r, dt, {count}, want);
+                  if (r->has_value()) b.check_tensor(f, rank, what, **r, dt, {count}, want);
                 } else {
                   RANK_CHECK(f, rank, !r->has_value(), what << ": non-root got a tensor");
                 }
-                RANK_CHECK(f, rank, in == original, what << ": input changed");
+                RANK_CHECK(f, rank, in.download() == original, what << ": input changed");
               } else if (form == 1) {
                 // Non-roots pass an untouched sentinel buffer or an empty view.
-                Bytes out = filled(in.size(), 0x5A);
-                const Bytes sentinel = out;
-                TensorView ov = view1(out, dt, rank);
-                if (rank != root && (rank + salt) % 2 == 0) ov = TensorView::of(nullptr, dt, 0, host_device(rank));
+                const Bytes sentinel = filled(original.size(), 0x5A);
+                const Buffer out = b.upload(rank, sentinel);
+                TensorView ov = out.view1(dt);
+                if (rank != root && (rank + salt) % 2 == 0) ov = TensorView::of(nullptr, dt, 0, b.device(rank));
                 Status s = comm->reduce_into(rank, iv, ov, op, root);
                 if (!s.is_ok()) {
                   f.add(rank, what + ": " + describe(s));
                   continue;
                 }
-                if (rank == root) check_bytes(f, rank, what, dt, out.data(), want);
-                else RANK_CHECK(f, rank, out == sentinel, what << ": non-root output touched");
-                RANK_CHECK(f, rank, in == original, what << ": input changed");
+                if (rank == root) check_bytes(f, rank, what, dt, out.download().data(), want);
+                else RANK_CHECK(f, rank, out.download() == sentinel, what << ": non-root output touched");
+                RANK_CHECK(f, rank, in.download() == original, what << ": input changed");
               } else {
                 Status s = comm->reduce_into(rank, iv, iv, op, root);
                 if (!s.is_ok()) {
                   f.add(rank, what + ": " + describe(s));
                   continue;
                 }
-                if (rank == root) check_bytes(f, rank, what, dt, in.data(), want);
-                else RANK_CHECK(f, rank, in == original, what << ": non-root buffer touched");
+                if (rank == root) check_bytes(f, rank, what, dt, in.download().data(), want);
+                else RANK_CHECK(f, rank, in.download() == original, what << ": non-root buffer touched");
               }
             }
           }
@@ -88,12 +93,13 @@ TEST_P(Collectives, ReduceToEveryRoot) {
 
 // ---- broadcast ---------------------------------------------------------------
 TEST_P(Collectives, BroadcastFromEveryRoot) {
+  const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = make_comm(world);
+  auto comm = b.make_comm(world);
   Failures f;
   const DataType dtypes[] = {DataType::kF32, DataType::kU8, DataType::kBytes, DataType::kF16,
                              DataType::kI64};
-  const Shape shapes[] = {{0}, {1}, {3}, {257}, {3, 4}};
+  const Shape shapes[] = {{0}, {1}, {3}, {257}, {3, 4}, {3, 5}};
   run_ranks(world, f, [&](std::size_t rank) {
     std::uint64_t salt = 0;
     for (std::size_t root = 0; root < world; ++root) {
@@ -105,8 +111,8 @@ TEST_P(Collectives, BroadcastFromEveryRoot) {
             const std::string what =
                 tag("broadcast", dt, shape, "form", form) + " root " + std::to_string(root);
             const Bytes want = move_input_buffer(dt, root, count, salt);
-            Bytes in = rank == root ? want : Bytes{};
-            const TensorView iv = view(in, dt, shape, rank);
+            const Buffer in = b.upload(rank, rank == root ? want : Bytes{});
+            const TensorView iv = in.view(dt, shape);
             const TensorView* in_ptr = rank == root ? &iv : nullptr;
             if (form == 0) {
               auto r = comm->broadcast(rank, in_ptr);
@@ -114,19 +120,19 @@ TEST_P(Collectives, BroadcastFromEveryRoot) {
                 f.add(rank, what + ": " + describe(r.status()));
                 continue;
               }
-              check_tensor(f, rank, what, r.value(), dt, shape, want);
+              b.check_tensor(f, rank, what, r.value(), dt, shape, want);
             } else {
-              Bytes out = filled(want.size(), 0x33);
-              TensorView ov = view(out, dt, shape, rank);
+              const Buffer out = b.filled(rank, want.size(), 0x33);
+              TensorView ov = out.view(dt, shape);
               if (form == 2 && rank == root) ov = iv;  // in-place at the root
               Status s = comm->broadcast_into(rank, in_ptr, ov);
               if (!s.is_ok()) {
                 f.add(rank, what + ": " + describe(s));
                 continue;
               }
-              check_bytes(f, rank, what, dt, ov.data, want);
+              b.check_bytes(f, rank, what, dt, ov.data, want);
             }
-            if (rank == root) RANK_CHECK(f, rank, in == want, what << ": root input changed");
+            if (rank == root) RANK_CHECK(f, rank, in.download() == want, what << ": root input changed");
           }
         }
       }
@@ -137,8 +143,9 @@ TEST_P(Collectives, BroadcastFromEveryRoot) {
 
 // ---- all_gather --------------------------------------------------------------
 TEST_P(Collectives, AllGatherConcatenatesAlongAxisZero) {
+  const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = make_comm(world);
+  auto comm = b.make_comm(world);
   Failures f;
   const DataType dtypes[] = {DataType::kF32, DataType::kI8, DataType::kBytes, DataType::kF64,
                              DataType::kBF16};
@@ -147,12 +154,12 @@ TEST_P(Collectives, AllGatherConcatenatesAlongAxisZero) {
     std::uint64_t salt = 0;
     for (DataType dt : dtypes) {
       for (const Shape& shape : shapes) {
-        for (int form = 0; form < 2; ++form) {
+        for (int form = 0; form < 3; ++form) {
           ++salt;
           const std::size_t count = shape_count(shape).value();
+          const std::size_t bytes = count * dtype_size(dt);
           const std::string what = tag("all_gather", dt, shape, "form", form);
-          Bytes in = move_input_buffer(dt, rank, count, salt);
-          const Bytes original = in;
+          const Bytes original = move_input_buffer(dt, rank, count, salt);
           Bytes want;
           for (std::size_t r = 0; r < world; ++r) {
             Bytes part = move_input_buffer(dt, r, count, salt);
@@ -160,24 +167,35 @@ TEST_P(Collectives, AllGatherConcatenatesAlongAxisZero) {
           }
           Shape out_shape = shape;
           out_shape[0] *= world;
-          const TensorView iv = view(in, dt, shape, rank);
+          if (form == 2) {  // in place: the input is this rank's block of the output
+            Bytes start = filled(want.size(), 0x77);
+            std::copy(original.begin(), original.end(), start.begin() + rank * bytes);
+            const Buffer out = b.upload(rank, start);
+            Status s = comm->all_gather_into(rank, out.view(dt, shape, rank * bytes),
+                                             out.view(dt, out_shape));
+            if (!s.is_ok()) f.add(rank, what + ": " + describe(s));
+            else check_bytes(f, rank, what, dt, out.download().data(), want);
+            continue;
+          }
+          const Buffer in = b.upload(rank, original);
+          const TensorView iv = in.view(dt, shape);
           if (form == 0) {
             auto r = comm->all_gather(rank, iv);
             if (!r.is_ok()) {
               f.add(rank, what + ": " + describe(r.status()));
               continue;
             }
-            check_tensor(f, rank, what, r.value(), dt, out_shape, want);
+            b.check_tensor(f, rank, what, r.value(), dt, out_shape, want);
           } else {
-            Bytes out = filled(want.size(), 0x77);
-            Status s = comm->all_gather_into(rank, iv, view(out, dt, out_shape, rank));
+            const Buffer out = b.filled(rank, want.size(), 0x77);
+            Status s = comm->all_gather_into(rank, iv, out.view(dt, out_shape));
             if (!s.is_ok()) {
               f.add(rank, what + ": " + describe(s));
               continue;
             }
-            check_bytes(f, rank, what, dt, out.data(), want);
+            check_bytes(f, rank, what, dt, out.download().data(), want);
           }
-          RANK_CHECK(f, rank, in == original, what << ": input changed");
+          RANK_CHECK(f, rank, in.download() == original, what << ": input changed");
         }
       }
     }
@@ -187,11 +205,12 @@ TEST_P(Collectives, AllGatherConcatenatesAlongAxisZero) {
 
 // ---- reduce_scatter ----------------------------------------------------------
 TEST_P(Collectives, ReduceScatterSplitsRowsBalanced) {
+  const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = make_comm(world);
+  auto comm = b.make_comm(world);
   Failures f;
   const DataType dtypes[] = {DataType::kF32, DataType::kI32, DataType::kU64, DataType::kF16};
-  const std::size_t row_counts[] = {0, 1, world - 1, world, 2 * world + 1, 17};
+  const std::size_t row_counts[] = {0, 1, world - 1, world, world + 1, 2 * world + 1, 17};
   const std::size_t widths[] = {1, 3};
   run_ranks(world, f, [&](std::size_t rank) {
     std::uint64_t salt = 0;
@@ -216,38 +235,37 @@ TEST_P(Collectives, ReduceScatterSplitsRowsBalanced) {
                                full.begin() + (first_row + my_rows) * width * esz);
               Shape out_shape = shape;
               out_shape[0] = my_rows;
-              Bytes in = reduce_input_buffer(dt, op, rank, count, salt);
-              const Bytes original = in;
-              const TensorView iv = view(in, dt, shape, rank);
+              const Bytes original = reduce_input_buffer(dt, op, rank, count, salt);
+              const Buffer in = b.upload(rank, original);
+              const TensorView iv = in.view(dt, shape);
               if (form == 0) {
                 auto r = comm->reduce_scatter(rank, iv, op);
                 if (!r.is_ok()) {
                   f.add(rank, what + ": " + describe(r.status()));
                   continue;
                 }
-                check_tensor(f, rank, what, r.value(), dt, out_shape, want);
-                RANK_CHECK(f, rank, in == original, what << ": input changed");
+                b.check_tensor(f, rank, what, r.value(), dt, out_shape, want);
+                RANK_CHECK(f, rank, in.download() == original, what << ": input changed");
               } else if (form == 1) {
-                Bytes out = filled(want.size(), 0x11);
-                Status s = comm->reduce_scatter_into(rank, iv, view(out, dt, out_shape, rank), op);
+                const Buffer out = b.filled(rank, want.size(), 0x11);
+                Status s = comm->reduce_scatter_into(rank, iv, out.view(dt, out_shape), op);
                 if (!s.is_ok()) {
                   f.add(rank, what + ": " + describe(s));
                   continue;
                 }
-                check_bytes(f, rank, what, dt, out.data(), want);
-                RANK_CHECK(f, rank, in == original, what << ": input changed");
+                check_bytes(f, rank, what, dt, out.download().data(), want);
+                RANK_CHECK(f, rank, in.download() == original, what << ": input changed");
               } else {
                 // In place: the output view is shard r's own rows inside `in`
                 // (out.data == in.data + shard offset); the shard stays there.
-                TensorView ov = view(in, dt, out_shape, rank);
-                ov.data = in.empty() ? nullptr : in.data() + first_row * width * esz;
-                Status s = comm->reduce_scatter_into(rank, iv, ov, op);
+                const std::size_t at = first_row * width * esz;
+                Status s = comm->reduce_scatter_into(rank, iv, in.view(dt, out_shape, at), op);
                 if (!s.is_ok()) {
                   f.add(rank, what + ": " + describe(s));
                   continue;
                 }
                 check_bytes(f, rank, what + " (in place, at its offset)", dt,
-                            in.data() + first_row * width * esz, want);
+                            in.download().data() + at, want);
               }
             }
           }
@@ -269,15 +287,17 @@ TEST_P(Collectives, ReduceScatterSplitsRowsBalanced) {
 // In-place reduce_scatter is the NCCL form (out = the shard inside in); passing
 // the whole input as the output is a clear shape error on every rank.
 TEST_P(Collectives, ReduceScatterWholeInputAsOutputIsAShapeError) {
+  const Backend& b = tested_backend();
   const std::size_t world = GetParam();
   if (world == 1) GTEST_SKIP() << "with one rank the shard is the whole input";
-  auto comm = make_comm(world);
+  auto comm = b.make_comm(world);
   Failures f;
   const std::size_t rows = 2 * world + 1, width = 2;
   std::vector<Status> got(world);
   run_ranks(world, f, [&](std::size_t rank) {
-    Bytes in = reduce_input_buffer(DataType::kI32, ReduceOp::kSum, rank, rows * width, 9);
-    const TensorView iv = view(in, DataType::kI32, {rows, width}, rank);
+    const Buffer in =
+        b.upload(rank, reduce_input_buffer(DataType::kI32, ReduceOp::kSum, rank, rows * width, 9));
+    const TensorView iv = in.view(DataType::kI32, {rows, width});
     got[rank] = comm->reduce_scatter_into(rank, iv, iv, ReduceOp::kSum);
   });
   EXPECT_TRUE(f.empty()) << f.report();
@@ -289,14 +309,16 @@ TEST_P(Collectives, ReduceScatterWholeInputAsOutputIsAShapeError) {
 
 // The shard layout equals the pure schedule's balanced ranges.
 TEST_P(Collectives, ReduceScatterShardSizesMatchBalancedRanges) {
+  const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = make_comm(world);
+  auto comm = b.make_comm(world);
   Failures f;
   const std::size_t rows = 3 * world + world / 2;
   const auto ranges = ring::balanced_ranges(rows, world, 2);
   run_ranks(world, f, [&](std::size_t rank) {
-    Bytes in = reduce_input_buffer(DataType::kI32, ReduceOp::kSum, rank, rows * 2);
-    auto r = comm->reduce_scatter(rank, view(in, DataType::kI32, {rows, 2}, rank), ReduceOp::kSum);
+    const Buffer in =
+        b.upload(rank, reduce_input_buffer(DataType::kI32, ReduceOp::kSum, rank, rows * 2));
+    auto r = comm->reduce_scatter(rank, in.view(DataType::kI32, {rows, 2}), ReduceOp::kSum);
     if (!r.is_ok()) return f.add(rank, describe(r.status()));
     RANK_CHECK(f, rank, r->count() == ranges[rank].count,
                "shard of " << r->count() << " elements, expected " << ranges[rank].count);
@@ -306,14 +328,15 @@ TEST_P(Collectives, ReduceScatterShardSizesMatchBalancedRanges) {
 
 // ---- bytes ---------------------------------------------------------------------
 TEST_P(Collectives, BytesNeverReduce) {
+  const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = make_comm(world);
+  auto comm = b.make_comm(world);
   Failures f;
   run_ranks(world, f, [&](std::size_t rank) {
-    Bytes in = move_input_buffer(DataType::kBytes, rank, 16);
-    Bytes out(16);
-    const TensorView iv = view1(in, DataType::kBytes, rank);
-    const TensorView ov = view1(out, DataType::kBytes, rank);
+    const Buffer in = b.upload(rank, move_input_buffer(DataType::kBytes, rank, 16));
+    const Buffer out = b.filled(rank, 16, 0);
+    const TensorView iv = in.view1(DataType::kBytes);
+    const TensorView ov = out.view1(DataType::kBytes);
     std::vector<std::pair<std::string, Status>> got;
     got.emplace_back("all_reduce", comm->all_reduce(rank, iv, ReduceOp::kSum).status());
     got.emplace_back("all_reduce_into", comm->all_reduce_into(rank, iv, ov, ReduceOp::kMax));
@@ -333,8 +356,32 @@ TEST_P(Collectives, BytesNeverReduce) {
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, Collectives, ::testing::Values(1, 2, 3, 4, 7, 8),
-                         [](const auto& info) { return "world" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Worlds, Collectives, ::testing::Values(1, 2, 3, 4, 7, 8), world_name);
+
+// ---- Session ---------------------------------------------------------------------
+// The seed's Session API on the backend's devices: peers register device(p),
+// all-reduce Mean, and finish.
+class BackendSession : public BackendTest {};
+
+TEST_F(BackendSession, MeanAllReduceAndFinish) {
+  const Backend& b = tested_backend();
+  constexpr std::size_t kPeers = 4, kCount = 257;
+  Session session;
+  Failures f;
+  run_ranks(kPeers, f, [&](std::size_t peer) {
+    Status s = session.register_peer(peer, b.device(peer), test_config(kPeers));
+    if (!s.is_ok()) return f.add(peer, "register: " + describe(s));
+    const Buffer in =
+        b.upload(peer, reduce_input_buffer(DataType::kF32, ReduceOp::kMean, peer, kCount, 3));
+    auto r = session.all_reduce(peer, in.view1(DataType::kF32), ReduceOp::kMean);
+    if (!r.is_ok()) return f.add(peer, "all_reduce: " + describe(r.status()));
+    b.check_tensor(f, peer, "session mean", r.value(), DataType::kF32, {kCount},
+                   expected_reduction(DataType::kF32, ReduceOp::kMean, kPeers, kCount, 3));
+    s = session.finish_collective(peer);
+    RANK_CHECK(f, peer, s.is_ok(), "finish: " << describe(s));
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
 
 }  // namespace
 }  // namespace ruccl::test

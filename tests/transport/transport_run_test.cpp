@@ -246,5 +246,63 @@ TEST(TransportRun, AllToAllVAndBroadcastAcrossTransports) {
   }
 }
 
+// peak_staging_bytes(): what the executor really held for message payload.
+// Direct path: a reduction stages one message per round (peak = the largest
+// message, at most the budget, however many messages a step has); copies
+// (all_to_all_v) stage nothing. Staged path: its host buffers, one segment per
+// slot and stream (ring: 1 out + 1 in stream x 2 slots).
+TEST(TransportRun, PeakStagingBytes) {
+  constexpr std::size_t kCount = 1001, kMessage = 37;  // f32: messages of 148 B
+  constexpr std::size_t kBudget = kMessage * sizeof(float);
+  for (const Path& path : {Path{false}, Path{true, 0, 2}}) {
+    for (std::size_t world : {2u, 3u}) {
+      const std::string failures = on_transports(world, [&](std::size_t rank, Transport& t) {
+        auto adapter = make_host_adapter();
+        std::vector<float> in(kCount, float(rank + 1)), out(kCount, -1.0f);
+        Work w = one_rank_work(DataType::kF32, ReduceOp::kSum, in.data(), kCount, out.data(), kCount);
+        TransportRun ar(t, *adapter, w, 0, rank, world, path.options(0, kMessage));
+        if (ar.peak_staging_bytes() != 0) return std::string("staging before any step");
+        if (Status s = ring::ring_all_reduce(ar, kCount, 1); !s.is_ok()) return s.to_string();
+        const float sum = float(world * (world + 1) / 2);
+        for (std::size_t i = 0; i < kCount; ++i)
+          if (out[i] != sum) return "all_reduce element " + std::to_string(i);
+        // Each chunk (333..501 elements) is cut into several messages of 37.
+        const std::size_t want = path.staged ? 2 * 2 * kBudget : kBudget;
+        if (ar.peak_staging_bytes() != want)
+          return path.name() + " all_reduce peak " + std::to_string(ar.peak_staging_bytes()) +
+                 ", want " + std::to_string(want);
+
+        // chain reduce to rank 0: the head receives nothing; the others stage.
+        std::fill(out.begin(), out.end(), -1.0f);
+        TransportRun rd(t, *adapter, w, 0, rank, world, path.options(1, kMessage));
+        if (Status s = ring::chain_reduce(rd, ring::segment_ranges(kCount, 400), 0); !s.is_ok())
+          return "reduce: " + s.to_string();
+        if (rank == 0 && out[kCount - 1] != sum) return std::string("reduce: wrong result");
+        const bool head = ring::reduce_position(rank, 0, world) == 0;
+        if (!path.staged && rd.peak_staging_bytes() != (head ? 0 : kBudget))
+          return "reduce peak " + std::to_string(rd.peak_staging_bytes());
+
+        // all_to_all_v: 100 elements to every rank, copies in place.
+        std::vector<std::vector<std::size_t>> rows(world, std::vector<std::size_t>(world, 100));
+        std::vector<float> send(100 * world, float(rank)), recv(100 * world, -1.0f);
+        Work aw = one_rank_work(DataType::kF32, ReduceOp::kSum, send.data(), send.size(),
+                                recv.data(), recv.size());
+        aw.ranks[0].send = send.data();
+        aw.ranks[0].send_count = send.size();
+        TransportRun a2a(t, *adapter, aw, 0, rank, world, path.options(2, kMessage));
+        if (Status s = ring::pairwise_all_to_all_v(a2a, rows, 1); !s.is_ok())
+          return "all_to_all_v: " + s.to_string();
+        for (std::size_t i = 0; i < recv.size(); ++i)
+          if (recv[i] != float(i / 100)) return "all_to_all_v element " + std::to_string(i);
+        const std::size_t a2a_want = path.staged ? 2 * 2 * kBudget : 0;
+        if (a2a.peak_staging_bytes() != a2a_want)
+          return path.name() + " all_to_all_v peak " + std::to_string(a2a.peak_staging_bytes());
+        return std::string();
+      });
+      EXPECT_TRUE(failures.empty()) << path.name() << ", world " << world << ":\n" << failures;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ruccl::transport

@@ -271,6 +271,34 @@ TEST(PairwiseAllToAll, SendAndRecvPeersAreInverse) {
   }
 }
 
+// One-shot all-reduce: at step k every rank takes rank k's input (copied at
+// step 0, reduced after: the same rank order everywhere), and rank k's sends
+// reach every other rank exactly once, matching their receives.
+TEST(OneShotStep, EveryRankFoldsEveryInputOnceInRankOrder) {
+  for (std::size_t world = 1; world <= kMaxWorld; ++world) {
+    for (std::size_t r = 0; r < world; ++r) {
+      std::vector<std::size_t> folded;
+      std::multiset<std::size_t> sent_to;
+      for (std::size_t step = 0; step < world; ++step) {
+        const OneShotStep s = one_shot_step(r, world, step);
+        folded.push_back(s.recv_from);
+        EXPECT_EQ(s.combine, step == 0 ? Combine::kCopy : Combine::kReduce) << where(world, r, step);
+        if (step != r) EXPECT_TRUE(s.send_to.empty()) << where(world, r, step);
+        for (std::size_t to : s.send_to) {
+          EXPECT_NE(to, r) << where(world, r, step);
+          EXPECT_EQ(one_shot_step(to, world, step).recv_from, r) << where(world, r, step);
+          sent_to.insert(to);
+        }
+      }
+      std::vector<std::size_t> in_order(world);
+      for (std::size_t k = 0; k < world; ++k) in_order[k] = k;
+      EXPECT_EQ(folded, in_order) << "world " << world << " rank " << r;
+      EXPECT_EQ(sent_to.size(), world - 1) << "world " << world << " rank " << r;
+      EXPECT_EQ(std::set<std::size_t>(sent_to.begin(), sent_to.end()).size(), world - 1);
+    }
+  }
+}
+
 TEST(ExclusivePrefix, OneMoreEntryWithTheTotalLast) {
   EXPECT_EQ(exclusive_prefix(std::vector<std::size_t>{}), (std::vector<std::size_t>{0}));
   EXPECT_EQ(exclusive_prefix(std::vector<std::size_t>{3, 0, 2}),
