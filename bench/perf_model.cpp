@@ -13,18 +13,17 @@ std::size_t usable_cpus() {
   return std::max(1, CPU_COUNT(&set));
 }
 
-ModelEstimate all_reduce_model(std::size_t ranks, std::size_t bytes, double memcpy_gbps,
+ModelEstimate all_reduce_model(std::size_t ranks, std::size_t bytes, double aggregate_gbps,
                                std::size_t cpus, const Row& measured) {
   ModelEstimate m;
   const double n = static_cast<double>(ranks);
   const double s = static_cast<double>(bytes);
   m.read_bytes = ranks > 1 ? 3.0 * (n - 1) / n * s : 0;
   m.write_bytes = ranks > 1 ? 2.0 * (n - 1) / n * s : 0;
-  m.memcpy_gbps = memcpy_gbps;
+  m.memcpy_gbps = aggregate_gbps;
   m.cores = std::max<std::size_t>(1, std::min(ranks, cpus));
-  if (memcpy_gbps > 0)  // bytes / (GB/s) = ns; / 1e3 = us
-    m.time_us = n * (m.read_bytes + m.write_bytes) /
-                (2.0 * memcpy_gbps * static_cast<double>(m.cores)) / 1e3;
+  if (aggregate_gbps > 0)  // bytes / (GB/s) = ns; / 1e3 = us
+    m.time_us = n * (m.read_bytes + m.write_bytes) / (2.0 * aggregate_gbps) / 1e3;
   auto fraction = [&](const Timing& t) {
     return t.ran && t.error.empty() && t.p50_us > 0 ? m.time_us / t.p50_us : 0.0;
   };

@@ -15,21 +15,21 @@
 // The input is never copied first, and nothing else touches the tensor (Mean
 // adds one scaling pass, not modelled: the model is for sum/prod/min/max).
 //
-// A memcpy of B bytes reads B and writes B; measured at M bytes copied per
-// second, memory moves 2M bytes/s on one core. With n rank threads on c usable
-// CPUs (c = min(n, CPUs of this process)), assuming each busy core moves bytes as
-// fast as the single-thread memcpy and nothing else limits:
-//   t_model = n (R + W) / (2 M c)
+// A memcpy of B bytes reads B and writes B. In every timed iteration, after
+// the collective, all n rank threads copy S bytes each at the same moment (a
+// barrier first), as the ring's threads run at the same moment; with the
+// slowest copy taking T (p50 over the iterations), the memory system moved
+// n S copied bytes in T, i.e. M = n S / T bytes copied per second in all (the
+// cores' shared bandwidth, whatever it is: on a 2-vCPU VM two copies at once
+// do not run twice as fast as one). The ring moves n (R + W) bytes in all:
+//   t_model = n (R + W) / (2 M)
 // and the achieved fraction = t_model / measured p50 time (1.0 = the ring runs
-// at memcpy speed). Caveats: memory bandwidth shared by the cores may not scale
-// with c; memcpy of large sizes uses non-temporal stores, the reduce loops
-// ordinary ones (write-allocate adds a read per written line); the model
-// ignores the 2(n-1) step barriers, which dominate small sizes. M is measured
-// per size and interleaved with the ring: in every timed iteration rank 0's
-// thread copies S bytes after the collective (the other ranks wait at the next
-// barrier), and M = S / the p50 of those copies, so machine drift hits the model
-// and the measurement alike, and small, cache-resident sizes compare with a
-// cache-resident copy.
+// at the speed of plain copies by the same threads). Caveats: memcpy of large
+// sizes uses non-temporal stores, the reduce loops ordinary ones
+// (write-allocate adds a read per written line); the model ignores the 2(n-1)
+// step barriers, which dominate small sizes. Until 2026-11-30 M was one
+// thread's copy times the core count, which assumed bandwidth that scales
+// with cores; it does not here, and the fractions then read about 0.5.
 #pragma once
 
 #include <cstddef>
@@ -42,10 +42,11 @@ namespace ruccl::perf {
 std::size_t usable_cpus();
 
 
-// The model for `ranks` threads all-reducing `bytes`, with memcpy at `memcpy_gbps`
-// (1e9 bytes copied per second); fractions from the row's measured p50 times.
+// The model for `ranks` threads all-reducing `bytes`, with the threads' copies
+// at once moving `aggregate_gbps` (1e9 bytes copied per second, all threads
+// together); fractions from the row's measured p50 times.
 // (The runner measures the memcpy: perf_runner.hpp.)
-ModelEstimate all_reduce_model(std::size_t ranks, std::size_t bytes, double memcpy_gbps,
+ModelEstimate all_reduce_model(std::size_t ranks, std::size_t bytes, double aggregate_gbps,
                                std::size_t cpus, const Row& measured);
 
 }  // namespace ruccl::perf

@@ -247,9 +247,10 @@ void print_model(std::FILE* out, const Row& row) {
   const ModelEstimate& m = row.model.value();
   std::fprintf(out,
                "# model: n=%zu S=%zu B: per rank reads 3(n-1)/n S = %.0f B, writes 2(n-1)/n S = "
-               "%.0f B; memcpy %.2f GB/s x %zu core(s): t_model %s us; achieved (t_model/p50) "
-               "out-of-place %.2f, in-place %.2f\n",
-               row.c.ranks, row.c.size_bytes, m.read_bytes, m.write_bytes, m.memcpy_gbps, m.cores,
+               "%.0f B; memcpy by the %zu rank threads at once %.2f GB/s in all (%zu core(s)): "
+               "t_model %s us; achieved (t_model/p50) out-of-place %.2f, in-place %.2f\n",
+               row.c.ranks, row.c.size_bytes, m.read_bytes, m.write_bytes, row.c.ranks,
+               m.memcpy_gbps, m.cores,
                time_text(m.time_us).c_str(), m.fraction_out_of_place, m.fraction_in_place);
   std::fflush(out);
 }

@@ -342,11 +342,13 @@ std::vector<Row> Runner::run(const Case& c) {
     row.out_of_place = out_of_place[l];
     row.in_place = in_place[l];
     if (!copy_us_.empty() && l < lanes_.size()) {
-      // The memcpy's p50 over both placements' iterations (bytes copied / time).
+      // The simultaneous copies' p50 over both placements' iterations: every
+      // rank thread copied S bytes, so together they copied n S in that time.
       std::vector<double> sorted = copy_us_;
       std::sort(sorted.begin(), sorted.end());
       const double p50 = sorted[(sorted.size() - 1) / 2];
-      const double gbps = p50 > 0 ? static_cast<double>(c.size_bytes) / p50 / 1e3 : 0;
+      const double gbps =
+          p50 > 0 ? static_cast<double>(c.ranks * c.size_bytes) / p50 / 1e3 : 0;
       row.model = all_reduce_model(c.ranks, c.size_bytes, gbps, usable_cpus(), row);
     }
     rows.push_back(std::move(row));
@@ -483,13 +485,15 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
   // barrier: the model's bandwidth comes from the same moments as the ring's.
   const bool copy_model = options_.model && !world_ && c.kind == CollectiveKind::kAllReduce;
   if (copy_model) {
-    RankState& st = ranks_.front();
-    Status s = ensure_bytes(st.copy_from, c.size_bytes, 0);
-    if (s) s = ensure_bytes(st.copy_to, c.size_bytes, 0);
-    if (!s) return fail_all(s);
-    std::memset(st.copy_from.data(), 0x5a, c.size_bytes);
-    std::memset(st.copy_to.data(), 0, c.size_bytes);
-    st.copy_us.clear();
+    for (std::size_t local = 0; local < ranks_.size(); ++local) {
+      RankState& st = ranks_[local];
+      Status s = ensure_bytes(st.copy_from, c.size_bytes, local);
+      if (s) s = ensure_bytes(st.copy_to, c.size_bytes, local);
+      if (!s) return fail_all(s);
+      std::memset(st.copy_from.data(), 0x5a, c.size_bytes);
+      std::memset(st.copy_to.data(), 0, c.size_bytes);
+      st.copy_us.clear();
+    }
   }
 
   // 2. Warm-up and timed iterations; a barrier before each call, only the call
@@ -524,7 +528,8 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
         if (auto staged = lanes_[l].comm->last_staging(rank))
           st.staging[l] = std::max<std::uint64_t>(st.staging[l], staged->peak_bytes);
       }
-      if (copy_model && local == 0) {
+      if (copy_model) {  // every rank thread at once, as the ring's threads run
+        sync.arrive_and_wait();
         const auto t0 = std::chrono::steady_clock::now();
         std::memcpy(st.copy_to.data(), st.copy_from.data(), c.size_bytes);
         asm volatile("" : : "r"(st.copy_to.data()) : "memory");  // the copy happens
@@ -568,8 +573,13 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
   });
   timed = task_error(timed);
   if (!timed) return fail_all(timed);
-  if (copy_model)
-    copy_us_.insert(copy_us_.end(), ranks_.front().copy_us.begin(), ranks_.front().copy_us.end());
+  if (copy_model)  // per iteration, the slowest of the simultaneous copies
+    for (std::size_t it = 0; it < ranks_.front().copy_us.size(); ++it) {
+      double slowest = 0;
+      for (const RankState& st : ranks_)
+        if (it < st.copy_us.size()) slowest = std::max(slowest, st.copy_us[it]);
+      copy_us_.push_back(slowest);
+    }
 
   for (std::size_t l = 0; l < slots; ++l) {
     if (!active[l]) continue;

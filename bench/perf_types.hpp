@@ -110,8 +110,8 @@ struct Timing {
 struct ModelEstimate {
   double read_bytes = 0;    // per rank
   double write_bytes = 0;   // per rank
-  double memcpy_gbps = 0;   // single-thread memcpy of size_bytes (p50, interleaved with the
-                            // iterations), 1e9 bytes copied per second
+  double memcpy_gbps = 0;   // every rank thread copying size_bytes at once, all of them
+                            // together (p50, interleaved with the iterations), 1e9 B/s
   std::size_t cores = 0;    // min(ranks, CPUs this process may run on)
   double time_us = 0;       // the model's time
   double fraction_out_of_place = 0;  // model time / measured p50 time

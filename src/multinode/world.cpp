@@ -30,6 +30,11 @@ constexpr std::uint32_t kDataComm = 0;     // tag comm field of algorithm messag
 constexpr std::uint32_t kControlComm = 1;  // ... of fingerprint messages
 constexpr std::uint32_t kAcrossComm = 2;   // ... of a hierarchical all-reduce's inter-process rings
 constexpr auto kCloseBound = std::chrono::seconds(2);  // graceful endpoint closes at destruction
+// Messages between processes carry at most this much even under a larger byte
+// budget: a reducing step combines each message while it is still in cache
+// (np=2 all-reduce of 16 MiB on the development VM: 1 MiB pieces ran 0.87-0.90
+// of the time of 4 MiB ones, interleaved runs).
+constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
 
 // The config was validated, so its fault plan parses.
 core::FaultPlan plan_of(const Config& config) {
@@ -53,7 +58,8 @@ class WorldSpanning final : public core::Spanning {
         strategy_(config.global_strategy()),
         faults_(plan_of(config)),
         one_shot_bytes_(host_buffers ? config.one_shot_bytes() : 0),
-        one_shot_(per_process_) {}
+        one_shot_(per_process_),
+        staging_(per_process_) {}
   ~WorldSpanning() override {
     // Graceful closes (ucp_ep_close_nbx, flushing) need every worker of every
     // process to make progress at the same time, so each local transport closes
@@ -176,8 +182,14 @@ class WorldSpanning final : public core::Spanning {
       return out;
     }
     const std::size_t processes = world_ / per_process_;
+    // The budget's elements per message, cut to kPieceBytes where a row fits.
+    std::size_t elements = plan.message_elements;
+    const std::size_t row_bytes = dtype_size(plan.dtype) * std::max<std::size_t>(1, plan.geometry.unit);
+    if (kPieceBytes / row_bytes >= 1)
+      elements = std::min(elements, kPieceBytes / row_bytes * std::max<std::size_t>(1, plan.geometry.unit));
     auto options = [&](std::uint32_t comm) {
-      transport::TransportRunOptions o{comm, seq, plan.message_elements, timeout};
+      transport::TransportRunOptions o{comm, seq, elements, timeout};
+      o.staging_cache = &staging_[local];
       o.context = core::describe(seq, kind);
       if (!faults_.empty()) {
         o.faults = &faults_;
@@ -244,6 +256,8 @@ class WorldSpanning final : public core::Spanning {
   };
   const std::size_t one_shot_bytes_;  // Config::one_shot_bytes; 0 for device buffers
   std::vector<OneShot> one_shot_;     // per local rank
+  // Receive buffers of reduction steps, kept across collectives (per local rank).
+  std::vector<std::vector<transport::StagingBuffer>> staging_;
 };
 
 // Each process's blob: for each local rank, an 8-byte length then its address.

@@ -160,14 +160,19 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
 // step that does not stage) meets every round too.
 Status TransportRun::staged_rounds(Combine combine, Clock::time_point deadline) {
   // One buffer per receiving stream, as large as its largest message: at most
-  // one message (max_chunk_bytes). Grown by freeing first, never shrunk.
-  if (staging_buffers_.size() < in_used_) staging_buffers_.resize(in_used_);
+  // one message (max_chunk_bytes). Reallocated (freeing first) when too small,
+  // or when larger than this run's messages may be (a kept buffer of a run
+  // under a larger budget).
+  std::vector<StagingBuffer>& buffers =
+      options_.staging_cache != nullptr ? *options_.staging_cache : staging_buffers_;
+  if (buffers.size() < in_used_) buffers.resize(in_used_);
+  const std::size_t limit = options_.message_elements * dtype_size(work_.dtype);
   std::size_t rounds = 0;
   for (std::size_t s = 0; s < in_used_; ++s) {
     std::size_t largest = 0;
     for (std::size_t i : in_pieces_[s]) largest = std::max(largest, step_recvs_[i].op.bytes);
-    StagingBuffer& buffer = staging_buffers_[s];
-    if (buffer.bytes < largest) {
+    StagingBuffer& buffer = buffers[s];
+    if (buffer.bytes < largest || buffer.bytes > std::max(limit, largest)) {
       buffer.data.reset();
       buffer.bytes = 0;
       buffer.data = std::make_unique_for_overwrite<std::byte[]>(largest);
@@ -176,7 +181,7 @@ Status TransportRun::staged_rounds(Combine combine, Clock::time_point deadline) 
     rounds = std::max(rounds, in_pieces_[s].size());
   }
   std::size_t held = 0;
-  for (const StagingBuffer& buffer : staging_buffers_) held += buffer.bytes;
+  for (std::size_t s = 0; s < in_used_; ++s) held += buffers[s].bytes;
   peak_staging_ = std::max(peak_staging_, held);
   for (std::size_t s = 0; s < out_used_; ++s) rounds = std::max(rounds, out_pieces_[s].size());
   rounds = std::max<std::size_t>(rounds, 1);  // a step without messages still exchanges (nothing)
@@ -190,14 +195,14 @@ Status TransportRun::staged_rounds(Combine combine, Clock::time_point deadline) 
     for (std::size_t s = 0; s < in_used_; ++s) {
       if (r >= in_pieces_[s].size()) continue;
       RecvOp op = step_recvs_[in_pieces_[s][r]].op;
-      op.data = staging_buffers_[s].data.get();
+      op.data = buffers[s].data.get();
       recv_ops_.push_back(op);
     }
     RUCCL_TRY(exchange_ops(step_ - 1, deadline));
     for (std::size_t s = 0; s < in_used_; ++s) {
       if (r >= in_pieces_[s].size()) continue;
       const Transfer& t = *step_recvs_[in_pieces_[s][r]].transfer;
-      RUCCL_TRY(adapter_.combine(work_, local_, t.dst_offset, staging_buffers_[s].data.get(),
+      RUCCL_TRY(adapter_.combine(work_, local_, t.dst_offset, buffers[s].data.get(),
                                  t.src.count, combine));
     }
   }

@@ -55,6 +55,12 @@ const char* memory_path_name(MemoryPath path) noexcept;
 MemoryPath choose_memory_path(DeviceKind buffers, bool transport_takes_device_memory,
                               bool force_staging) noexcept;
 
+// A host buffer a reduction step on the direct path receives into.
+struct StagingBuffer {
+  std::unique_ptr<std::byte[]> data;
+  std::size_t bytes = 0;
+};
+
 struct TransportRunOptions {
   std::uint32_t comm = 0;          // communicator id (tag field)
   std::uint64_t seq = 0;           // collective sequence number (tag field)
@@ -77,6 +83,11 @@ struct TransportRunOptions {
   // null: none. The step a fault names is this run's step (the tag's).
   const core::FaultPlan* faults = nullptr;
   std::size_t fault_rank = 0;
+  // Receive buffers of reduction steps, kept by the caller across collectives
+  // (one vector per local rank) so that a run does not allocate and fault in
+  // fresh pages; null: the run's own. A kept buffer is reused only when it
+  // fits this run's message size (never larger than its budget).
+  std::vector<StagingBuffer>* staging_cache = nullptr;
   // Put in front of every error, e.g. "collective #7 (all_reduce)"; empty:
   // "collective #<seq>".
   std::string context{};
@@ -145,10 +156,6 @@ class TransportRun final : public ring::RankRun {
   struct StagedRecv {
     RecvOp op;  // op.data: its stream's buffer, set per round
     const Transfer* transfer = nullptr;
-  };
-  struct StagingBuffer {
-    std::unique_ptr<std::byte[]> data;
-    std::size_t bytes = 0;
   };
   std::vector<SendOp> step_sends_;
   std::vector<StagedRecv> step_recvs_;
