@@ -13,17 +13,8 @@ Bytes Buffer::download() const {
 void Backend::check_tensor(Failures& f, std::size_t rank, const std::string& what, const Tensor& t,
                            DataType dtype, const Shape& shape, const Bytes& expected,
                            std::optional<DeviceId> device) const {
-  if (t.dtype() != dtype) {
-    f.add(rank, what + ": dtype " + std::string(dtype_name(t.dtype())) + ", expected " +
-                    std::string(dtype_name(dtype)));
+  if (!check_tensor_form(f, rank, what, t, dtype, shape, device.value_or(this->device(rank))))
     return;
-  }
-  if (t.shape() != shape) {
-    f.add(rank, what + ": shape " + shape_of(t.shape()) + ", expected " + shape_of(shape));
-    return;
-  }
-  const DeviceId want = device.value_or(this->device(rank));
-  if (t.device() != want) f.add(rank, what + ": result on device " + device_name(t.device()));
   check_bytes(f, rank, what, dtype, t.data(), expected);
 }
 

@@ -443,21 +443,26 @@ void check_bytes(Failures& f, std::size_t rank, const std::string& what, DataTyp
   }
 }
 
-void check_tensor(Failures& f, std::size_t rank, const std::string& what, const Tensor& t,
-                  DataType dtype, const Shape& shape, const Bytes& expected,
-                  std::optional<DeviceId> device) {
+bool check_tensor_form(Failures& f, std::size_t rank, const std::string& what, const Tensor& t,
+                       DataType dtype, const Shape& shape, DeviceId device) {
   if (t.dtype() != dtype) {
     f.add(rank, what + ": dtype " + std::string(dtype_name(t.dtype())) + ", expected " +
                     std::string(dtype_name(dtype)));
-    return;
+    return false;
   }
   if (t.shape() != shape) {
     f.add(rank, what + ": shape " + shape_of(t.shape()) + ", expected " + shape_of(shape));
+    return false;
+  }
+  if (t.device() != device) f.add(rank, what + ": result on device " + device_name(t.device()));
+  return true;
+}
+
+void check_tensor(Failures& f, std::size_t rank, const std::string& what, const Tensor& t,
+                  DataType dtype, const Shape& shape, const Bytes& expected,
+                  std::optional<DeviceId> device) {
+  if (!check_tensor_form(f, rank, what, t, dtype, shape, device.value_or(host_device(rank))))
     return;
-  }
-  if (t.device() != device.value_or(host_device(rank))) {
-    f.add(rank, what + ": result on device " + device_name(t.device()));
-  }
   check_bytes(f, rank, what, dtype, t.data(), expected);
 }
 

@@ -131,6 +131,10 @@ inline TensorView view1(Bytes& buf, DataType dtype, std::size_t rank) {
 
 std::string describe(const Status& status);
 std::string shape_of(const Shape& shape);
+// A tensor's dtype and shape (false, with a failure, when either differs: the
+// contents are not worth comparing) and its device (a failure if it differs).
+bool check_tensor_form(Failures& f, std::size_t rank, const std::string& what, const Tensor& t,
+                       DataType dtype, const Shape& shape, DeviceId device);
 // Checks a value-form tensor: dtype, shape, device and contents. The device is
 // host_device(rank) unless given.
 void check_tensor(Failures& f, std::size_t rank, const std::string& what, const Tensor& t,
