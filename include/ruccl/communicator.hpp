@@ -65,12 +65,14 @@ struct CallOptions {
 //   - across processes, device buffers UCX cannot move (the staged pipeline):
 //     its host buffers: (peers sent to + peers received from in a step) x 2
 //     slots x one message, i.e. up to 4 x max_chunk_bytes for a ring step.
+//   - a small all-reduce run one-shot (Config::one_shot_bytes): the other
+//     n-1 ranks' inputs, held for the whole call (within max_chunk_bytes: the
+//     fast path is taken only then).
 // Not counted: scratch of the engine (the partial sums of reduce, the work
 // buffer of out-of-place reduce_scatter), result tensors, UCX's own buffers,
 // the transport's header frames (72 B per message, which also carry payloads
 // below about 8 KiB inline: with a budget that small, every message of an
-// exchange is copied there), the inputs a fused small all-reduce receives with
-// the fingerprints (Config::one_shot_bytes), and device-side staging inside
+// exchange is copied there), and device-side staging inside
 // the CUDA adapter (cross-GPU copies without peer access).
 struct StagingStats {
   std::uint64_t sequence = 0;    // the collective (its sequence number on this rank)

@@ -113,9 +113,10 @@ class Config {
   // (RUCCL_ONE_SHOT_BYTES, default 4 KiB; 0 = never) travels with the
   // collective's fingerprint, one message to every rank, and each rank reduces
   // all inputs itself in rank order (one round instead of the ring's 2(n-1)+1).
-  // Also capped by max_chunk_bytes and by what fits one message with the
-  // fingerprint (about 7.5 KiB at 2 ranks, less for larger worlds). Processes
-  // may differ: the fast path runs only where every rank sent its input.
+  // Also capped by what fits one message with the fingerprint (about 7.5 KiB
+  // at 2 ranks, less for larger worlds), and by the byte budget: the other
+  // ranks' inputs, which a rank holds at once, must fit max_chunk_bytes.
+  // Processes may differ: the fast path runs only where every rank sent its input.
   std::size_t one_shot_bytes() const { return one_shot_bytes_; }
 
   // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,

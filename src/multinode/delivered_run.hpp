@@ -35,6 +35,10 @@ class DeliveredRun final : public ring::RankRun {
   std::size_t rank() const override { return rank_; }
   std::size_t world() const override { return world_; }
   std::size_t message_elements() const override { return count_ > 0 ? count_ : 1; }
+  // The other ranks' inputs, held in host memory for the whole collective.
+  std::size_t peak_staging_bytes() const override {
+    return (world_ - 1) * count_ * dtype_size(work_.dtype);
+  }
   // kInternal for a transfer outside what was delivered (a send of anything
   // but this rank's input, a receive past a delivered input).
   Status step(std::span<const Transfer> sends, std::span<const Transfer> recvs,

@@ -231,7 +231,8 @@ class WorldSpanning final : public core::Spanning {
   // Bytes of input a small all-reduce sends with its fingerprint record of
   // `record` bytes; 0: it runs the usual way. Only where this rank's messages
   // cross processes (not an all-in-process hierarchical world), for host
-  // buffers, within the byte budget and one message.
+  // buffers, within one message, and where the other ranks' inputs, which a
+  // rank holds at once, fit the byte budget (a bounded call keeps its bound).
   std::size_t one_shot_payload(const core::Request& request, const Result<core::Geometry>& geometry,
                                std::size_t record) const {
     if (one_shot_bytes_ == 0 || request.kind != CollectiveKind::kAllReduce || !geometry.is_ok() ||
@@ -239,8 +240,8 @@ class WorldSpanning final : public core::Spanning {
       return 0;
     if (strategy_ == GlobalStrategy::kHierarchical && world_ == per_process_) return 0;
     const std::size_t bytes = geometry.value().count * dtype_size(request.dtype);
-    if (bytes == 0 || bytes > one_shot_bytes_ || bytes > request.max_chunk_bytes ||
-        record + bytes > transport::kMaxUpToBytes)
+    if (bytes == 0 || bytes > one_shot_bytes_ || record + bytes > transport::kMaxUpToBytes ||
+        bytes > request.max_chunk_bytes / (world_ - 1))
       return 0;
     return bytes;
   }

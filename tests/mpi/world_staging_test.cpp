@@ -140,6 +140,32 @@ void run_rank(const std::shared_ptr<Communicator>& comm, std::size_t local, bool
         break;
       }
   expect_staging(*comm, rank, "bounded all_to_all_v", 3, kBudget, 0);
+
+  // #4 a small all_reduce, bounded: one-shot across processes (every other
+  // rank's 64 bytes held at once), nothing staged in-process.
+  std::vector<float> small_in(16, float(rank + 1)), small_out(16, -1.0f);
+  if (Status s = bounded.all_reduce_into(rank, view(small_in), view(small_out), ReduceOp::kSum); !s) {
+    fail(rank, "small bounded all_reduce: " + s.to_string());
+    return;
+  }
+  if (small_out[15] != sum) fail(rank, "small bounded all_reduce: wrong result");
+  expect_staging(*comm, rank, "small bounded all_reduce (one-shot)", 4, kBudget,
+                 spans ? (world - 1) * 64 : 0);
+
+  // #5 4 KiB, bounded by 4 KiB: one-shot only where the other ranks' inputs
+  // fit the budget (a world of 2); else the ring. Within the budget either way.
+  std::vector<float> mid_in(1024, float(rank + 1)), mid_out(1024, -1.0f);
+  if (Status s = bounded.all_reduce_into(rank, view(mid_in), view(mid_out), ReduceOp::kSum); !s) {
+    fail(rank, "4 KiB bounded all_reduce: " + s.to_string());
+    return;
+  }
+  if (mid_out[0] != sum || mid_out[1023] != sum) fail(rank, "4 KiB bounded all_reduce: wrong result");
+  if (auto stats = comm->last_staging(rank);
+      !stats || stats->sequence != 5 || stats->peak_bytes > kBudget ||
+      (spans && stats->peak_bytes == 0))
+    fail(rank, "4 KiB bounded all_reduce: staging " +
+                   (stats ? std::to_string(stats->peak_bytes) : stats.status().to_string()) +
+                   ", want within " + std::to_string(kBudget) + (spans ? " and above 0" : ""));
 }
 
 }  // namespace
