@@ -238,7 +238,8 @@ class WorldSpanning final : public core::Spanning {
     if (one_shot_bytes_ == 0 || request.kind != CollectiveKind::kAllReduce || !geometry.is_ok() ||
         !request.has_input || request.in.data == nullptr || request.dtype == DataType::kBytes)
       return 0;
-    if (strategy_ == GlobalStrategy::kHierarchical && world_ == per_process_) return 0;
+    if (world_ < 2 || (strategy_ == GlobalStrategy::kHierarchical && world_ == per_process_))
+      return 0;
     const std::size_t bytes = geometry.value().count * dtype_size(request.dtype);
     if (bytes == 0 || bytes > one_shot_bytes_ || record + bytes > transport::kMaxUpToBytes ||
         bytes > request.max_chunk_bytes / (world_ - 1))
