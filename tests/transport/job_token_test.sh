@@ -19,15 +19,22 @@ probe=$1; shift
 mpirun_cmd=("$@")
 hard_limit=28
 work=$(mktemp -d /tmp/ruccl-job-token.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+sessions=$(mktemp -d /tmp/rt.XXXXXX)  # short: Open MPI puts its sockets below it
+trap 'rm -rf "$work" "$sessions"' EXIT
 
 # run_case <mode> <want status>: both jobs, then their RESULT lines checked.
 run_case() {
   local mode=$1 want=$2 dir="$work/$1" failed=0 role pid_a pid_b rc_a rc_b line
-  mkdir -p "$dir"
-  timeout -s KILL $hard_limit "${mpirun_cmd[@]}" "$probe" A "$dir" "$mode" >"$dir/A.out" 2>&1 &
+  # Each job gets its own Open MPI session directory: two mpiruns starting at
+  # the same moment race to create /tmp/ompi.<host>.<uid> ("mkdir ... File
+  # exists"), and the loser never starts (seen once in CI).
+  local sa="$sessions/${mode:0:1}A" sb="$sessions/${mode:0:1}B"
+  mkdir -p "$dir" "$sa" "$sb"
+  OMPI_MCA_orte_tmpdir_base="$sa" \
+    timeout -s KILL $hard_limit "${mpirun_cmd[@]}" "$probe" A "$dir" "$mode" >"$dir/A.out" 2>&1 &
   pid_a=$!
-  timeout -s KILL $hard_limit "${mpirun_cmd[@]}" "$probe" B "$dir" "$mode" >"$dir/B.out" 2>&1 &
+  OMPI_MCA_orte_tmpdir_base="$sb" \
+    timeout -s KILL $hard_limit "${mpirun_cmd[@]}" "$probe" B "$dir" "$mode" >"$dir/B.out" 2>&1 &
   pid_b=$!
   wait $pid_a; rc_a=$?
   wait $pid_b; rc_b=$?
