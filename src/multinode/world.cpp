@@ -19,6 +19,7 @@
 #include "multinode/delivered_run.hpp"
 #include "multinode/from_bootstrap.hpp"
 #include "multinode/wire.hpp"
+#include "ring/schedule.hpp"
 #include "transport/transport.hpp"
 #include "transport/transport_run.hpp"
 
@@ -105,8 +106,10 @@ class WorldSpanning final : public core::Spanning {
     const std::size_t capacity = up_to ? transport::kMaxUpToBytes : record;
     os.in.resize(world_);
     os.got.assign(world_, record);
-    std::vector<transport::SendOp> sends;
-    std::vector<transport::RecvOp> recvs;
+    std::vector<transport::SendOp>& sends = os.sends;  // kept: this runs per collective
+    std::vector<transport::RecvOp>& recvs = os.recvs;
+    sends.clear();
+    recvs.clear();
     for (std::size_t r = 0; r < world_; ++r) {
       if (r == me) continue;
       os.in[r].resize((capacity + 7) / 8);
@@ -184,9 +187,9 @@ class WorldSpanning final : public core::Spanning {
     const std::size_t processes = world_ / per_process_;
     // The budget's elements per message, cut to kPieceBytes where a row fits.
     std::size_t elements = plan.message_elements;
-    const std::size_t row_bytes = dtype_size(plan.dtype) * std::max<std::size_t>(1, plan.geometry.unit);
-    if (kPieceBytes / row_bytes >= 1)
-      elements = std::min(elements, kPieceBytes / row_bytes * std::max<std::size_t>(1, plan.geometry.unit));
+    if (auto piece = ring::message_elements(kPieceBytes, dtype_size(plan.dtype),
+                                            std::max<std::size_t>(1, plan.geometry.unit)))
+      elements = std::min(elements, piece.value());
     auto options = [&](std::uint32_t comm) {
       transport::TransportRunOptions o{comm, seq, elements, timeout};
       o.staging_cache = &staging_[local];
@@ -255,6 +258,8 @@ class WorldSpanning final : public core::Spanning {
     std::vector<std::uint64_t> out;              // this rank's record + input
     std::vector<std::vector<std::uint64_t>> in;  // each other rank's message
     std::vector<std::size_t> got;                // bytes received from each rank
+    std::vector<transport::SendOp> sends;        // the agreement's messages (scratch)
+    std::vector<transport::RecvOp> recvs;
   };
   const std::size_t one_shot_bytes_;  // Config::one_shot_bytes; 0 for device buffers
   std::vector<OneShot> one_shot_;     // per local rank
