@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 source tools/setup.sh
 ruccl_setup
-ruccl_build build
+# Only the two examples this runs; ./test.sh builds the rest.
+ruccl_build_targets build mpi_all_reduce all_reduce
 if [[ -x build/examples/mpi_all_reduce ]] && command -v mpirun >/dev/null; then
   cmd=(mpirun -np 2 --oversubscribe --allow-run-as-root --timeout 300
        build/examples/mpi_all_reduce --devices-per-process 2 "$@")

@@ -19,6 +19,14 @@ fi
 ruccl_build build
 (cd build && ctest --output-on-failure -j 2)
 
+# The plain CMake flow (default generator, Unix Makefiles) must configure and
+# build the library too, not only Ninja.
+echo "== plain CMake flow: Unix Makefiles, Release, the installed library"
+mkdir -p build-make
+{ cmake -S . -B build-make -DCMAKE_BUILD_TYPE=Release &&
+  cmake --build build-make -j "$(nproc 2>/dev/null || echo 2)" --target ruccl_shared; } \
+  >build-make/flow.log 2>&1 || { tail -40 build-make/flow.log; exit 1; }
+
 echo "== libFuzzer: the wire header and fingerprint parsers, 60 s each (both at once)"
 tests/fuzz/run.sh build-fuzz "${RUCCL_FUZZ_SECONDS:-60}"
 

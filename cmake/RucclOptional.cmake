@@ -55,6 +55,15 @@ macro(ruccl_enable_cuda)
         set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
       endif()
       enable_language(CUDA)
+      # CMake 3.25 knows no C++20 dialect flag for nvcc. The libraries that
+      # take the CUDA objects ask for cxx_std_20, which the Makefile generator
+      # then requires of CUDA too (Ninja does not check). No CUDA source is
+      # compiled at 20 (ruccl_cuda sets CUDA_STANDARD 17); the flag only lets
+      # generation succeed.
+      if(CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA" AND NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+        set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+        set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      endif()
       find_package(CUDAToolkit REQUIRED)
       set(RUCCL_CUDA_LANGUAGE TRUE)
     endif()

@@ -33,3 +33,17 @@ ruccl_build() {
   cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
 }
+
+# ruccl_build_targets DIR TARGET...: configure (once) and build only those of
+# the TARGETs this configuration has (MPI/UCX/CUDA parts may be absent).
+ruccl_build_targets() {
+  local dir=$1; shift
+  local jobs known wanted=()
+  jobs=$(nproc 2>/dev/null || echo 2)
+  cmake -S . -B "$dir" -G Ninja >/dev/null
+  known=$(cmake --build "$dir" --target help | sed -n 's/^\([A-Za-z0-9_.-]*\): .*/\1/p')
+  for t in "$@"; do
+    grep -qx "$t" <<<"$known" && wanted+=("$t")
+  done
+  cmake --build "$dir" -j "$jobs" --target "${wanted[@]}"
+}
