@@ -8,9 +8,14 @@
 // global rank = process index (processes ordered by node, then MPI rank) x
 // devices per process + local index. Each local device is driven by its own
 // thread, which passes its global rank to the collectives
-// (communicator->first_rank() + local index). Today every inter-rank transfer
-// is a UCX message, also between ranks of one process (the flat ring); the
-// hierarchical strategy is not implemented yet.
+// (communicator->first_rank() + local index).
+//
+// Strategy (Config::global_strategy, RUCCL_ALGO): hierarchical, the default,
+// lets the ranks of one process read each other's memory wherever the
+// algorithm allows (the whole collective when the world is one process; the
+// local reduce-scatter and all-gather around one inter-process ring per local
+// index in an all-reduce); every other transfer is a UCX message. flat_ring
+// sends every transfer as a UCX message, also between ranks of one process.
 #pragma once
 
 #include <cstddef>
