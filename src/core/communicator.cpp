@@ -22,18 +22,6 @@ Result<std::shared_ptr<Communicator>> make_communicator(std::vector<DeviceId> de
                                                         Config config,
                                                         std::unique_ptr<core::Spanning> spanning);
 
-std::string_view collective_name(CollectiveKind kind) noexcept {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kReduce: return "reduce";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kAllToAllV: return "all_to_all_v";
-  }
-  return "?";
-}
-
 namespace {
 
 // The plan of a validated config (validate() parsed it already).
@@ -166,6 +154,10 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
                                       agreed ? &*agreed : nullptr);
   Result<core::RankOutcome> outcome =
       generation.is_ok() ? generation.value()->plan.status() : generation.status();
+  // This rank agreed, but another local rank did not (or agreed otherwise):
+  // its peers in other processes may go on with the plan. Tell them.
+  if (spanning && agreed->is_ok() && generation.is_ok() && !generation.value()->plan.is_ok())
+    spanning->failed(local, seq, generation.value()->plan.status());
   if (generation.is_ok() && generation.value()->plan.is_ok()) {
     recorder.mark(local, core::FlightState::kRunning);
     core::RankJob job;

@@ -40,9 +40,20 @@ std::string describe(std::uint64_t seq, CollectiveKind kind) {
   return "collective #" + std::to_string(seq) + " (" + std::string(collective_name(kind)) + ")";
 }
 
+bool same_plan(const Plan& a, const Plan& b) {
+  return a.root == b.root && a.dtype == b.dtype && a.geometry.count == b.geometry.count &&
+         a.geometry.unit == b.geometry.unit && a.geometry.rows == b.geometry.rows &&
+         a.shape == b.shape && a.a2a_rows == b.a2a_rows &&
+         a.message_elements == b.message_elements && a.one_shot == b.one_shot;
+}
+
 Result<Plan> agree(std::span<const Request* const> reqs,
                    std::span<const Result<Geometry>* const> locals, std::uint64_t seq) {
   const std::size_t world = reqs.size();
+  if (world == 0 || locals.size() != world)
+    return Status(ErrorCode::kInternal, "collective #" + std::to_string(seq) + ": agreement over " +
+                                            std::to_string(world) + " requests and " +
+                                            std::to_string(locals.size()) + " local outcomes");
   const Request& r0 = *reqs[0];
   // 1. Every rank calls the same collective (else the order differs somewhere).
   for (std::size_t r = 1; r < world; ++r) {
@@ -61,7 +72,23 @@ Result<Plan> agree(std::span<const Request* const> reqs,
   // 3. The fingerprint. A broadcast is compared against its one sender, and its
   //    value-form receivers (no tensor at all) take the sender's dtype.
   Plan plan;
-  plan.root = r0.root;
+  auto unusable = [&](std::size_t r, const std::string& why) {
+    return Status(ErrorCode::kProtocolError,
+                  what + ": the fingerprint of rank " + std::to_string(r) + " " + why);
+  };
+  if (r0.kind == CollectiveKind::kReduce) {
+    // Every root is compared with rank 0's below; rank 0's must index the world.
+    if (r0.root >= world)
+      return unusable(0, "names root " + std::to_string(r0.root) + " outside a world of " +
+                             std::to_string(world));
+    plan.root = r0.root;
+  }
+  if (r0.kind == CollectiveKind::kAllToAllV) {
+    for (std::size_t r = 0; r < world; ++r)
+      if (reqs[r]->send_counts.size() != world)
+        return unusable(r, "holds " + std::to_string(reqs[r]->send_counts.size()) +
+                               " send counts for a world of " + std::to_string(world));
+  }
   if (r0.kind == CollectiveKind::kBroadcast) {
     std::vector<std::size_t> senders;
     for (std::size_t r = 0; r < world; ++r)
@@ -97,6 +124,10 @@ Result<Plan> agree(std::span<const Request* const> reqs,
   plan.dtype = lead.dtype;
   plan.geometry = locals[plan.root]->value();
   plan.shape = lead.shape;
+  // Receivers of the value form allocate the sender's count.
+  if (!checked_mul(plan.geometry.count, dtype_size(plan.dtype)))
+    return unusable(plan.root, "claims " + std::to_string(plan.geometry.count) +
+                                   " elements, whose byte size overflows size_t");
 
   // 4. Shapes. Broadcast receivers with their own output must match the sender's
   //    count; all_to_all_v needs equal rows; the others need equal shapes.

@@ -18,9 +18,21 @@ struct Plan {
   Shape shape;                 // common input shape (the root's for broadcast)
   std::vector<std::vector<std::size_t>> a2a_rows;  // [src][dst] rows, all_to_all_v
   std::size_t message_elements = 1;  // per message, from the byte budget
+  // Set by a communicator spanning processes: the all-reduce runs one-shot over
+  // the inputs delivered with the fingerprints (multinode/world.cpp). Part of
+  // the plan so that the rendezvous checks every local rank decided alike.
+  bool one_shot = false;
 };
 
+// Whether two plans are the same in every field.
+bool same_plan(const Plan& a, const Plan& b);
+
 // `locals[i]` is rank i's check_local outcome (its Geometry when ok).
+// The requests may come off the wire (multinode::decode, which checks each
+// record against its own shape): agree() reads no request out of range
+// whatever they hold (fuzzed: tests/fuzz/fuzz_agree.cpp); a field it cannot
+// use (a root outside the world, send counts of another world size, sizes that
+// overflow) is kProtocolError naming the rank, not an out-of-bounds index.
 Result<Plan> agree(std::span<const Request* const> requests,
                    std::span<const Result<Geometry>* const> locals, std::uint64_t seq);
 

@@ -15,6 +15,7 @@ Rendezvous::Rendezvous(std::size_t world, std::chrono::milliseconds drain_grace)
       arrived_flags_(world, false),
       requests_(world, nullptr),
       locals_(world, nullptr),
+      agreed_(world, nullptr),
       at_barrier_(world, false) {}
 
 Status Rendezvous::timeout_status(const char* waiting_for, const std::vector<bool>& present) const {
@@ -44,6 +45,42 @@ Status Rendezvous::broken_after_drain(std::unique_lock<std::mutex>& lock) {
     }
   }
   return *broken_;
+}
+
+Result<Plan> Rendezvous::common_plan() const {
+  const Result<Plan>* first_ok = nullptr;
+  std::size_t ok_rank = 0;
+  const Result<Plan>* first_error = nullptr;
+  std::size_t error_rank = 0;
+  for (std::size_t r = 0; r < world_; ++r) {
+    const Result<Plan>* p = agreed_[r];
+    if (p == nullptr)
+      return Status(ErrorCode::kInternal, describe(generation_.seq, generation_.kind) +
+                                              ": local rank " + std::to_string(r) +
+                                              " arrived without an agreed plan");
+    if (p->is_ok()) {
+      if (first_ok == nullptr) {
+        first_ok = p;
+        ok_rank = r;
+      } else if (!same_plan(first_ok->value(), p->value())) {
+        return Status(ErrorCode::kProtocolError,
+                      describe(generation_.seq, generation_.kind) + ": local ranks " +
+                          std::to_string(ok_rank) + " and " + std::to_string(r) +
+                          " of this process agreed different plans (a fingerprint arrived "
+                          "differently on their links)");
+      }
+    } else if (first_error == nullptr) {
+      first_error = p;
+      error_rank = r;
+    }
+  }
+  if (first_error == nullptr) return *first_ok;
+  if (first_ok == nullptr) return *first_error;
+  // Some failed (a peer lost after it sent to some local ranks only, a record
+  // damaged on some links): every local rank fails with that error.
+  return first_error->status().with_context("local rank " + std::to_string(error_rank) +
+                                            " of this process (local rank " +
+                                            std::to_string(ok_rank) + " had agreed a plan)");
 }
 
 Status Rendezvous::enter_device() {
@@ -97,8 +134,9 @@ Result<Rendezvous::Generation*> Rendezvous::arrive(std::size_t rank, std::uint64
   arrived_flags_[rank] = true;
   requests_[rank] = &request;
   locals_[rank] = &local;
+  agreed_[rank] = agreed;
   if (++arrived_ == world_) {
-    generation_.plan = agreed != nullptr ? *agreed : agree(requests_, locals_, seq);
+    generation_.plan = agreed != nullptr ? common_plan() : agree(requests_, locals_, seq);
     if (generation_.plan.is_ok()) {
       generation_.work = Work{};
       generation_.work.dtype = generation_.plan.value().dtype;
@@ -148,6 +186,7 @@ void Rendezvous::depart(std::size_t rank) {
   arrived_flags_[rank] = false;
   requests_[rank] = nullptr;
   locals_[rank] = nullptr;
+  agreed_[rank] = nullptr;
   if (++departed_ == world_) {  // everyone is out: reset for the next generation
     arrived_ = 0;
     departed_ = 0;

@@ -43,8 +43,12 @@ class Rendezvous {
 
   // Blocks until every rank arrived (or deadline/abort). Returns the generation,
   // whose plan holds the common outcome of the agreement.
-  // `agreed`: a plan already agreed with ranks outside this process (every
-  // local rank passes an identical one); null: agree() over the local requests.
+  // `agreed`: a plan already agreed with ranks outside this process; null:
+  // agree() over the local requests. Each local rank agreed on its own (from
+  // its own copies of the fingerprints): the generation takes their common
+  // outcome, the lowest local rank's error when every one failed, and
+  // kProtocolError when they differ (a fingerprint that reached this process
+  // damaged on some links), so that no two local ranks run different plans.
   Result<Generation*> arrive(std::size_t rank, std::uint64_t seq, const Request& request,
                              const Result<Geometry>& local, Clock::time_point deadline,
                              const Result<Plan>* agreed = nullptr);
@@ -71,6 +75,7 @@ class Rendezvous {
               const char* waiting_for, const std::vector<bool>& present);
   Status timeout_status(const char* waiting_for, const std::vector<bool>& present) const;
   Status broken_after_drain(std::unique_lock<std::mutex>& lock);
+  Result<Plan> common_plan() const;  // of agreed_, once every rank arrived
 
   const std::size_t world_;
   const std::chrono::milliseconds drain_grace_;
@@ -84,6 +89,7 @@ class Rendezvous {
   std::vector<bool> arrived_flags_;
   std::vector<const Request*> requests_;
   std::vector<const Result<Geometry>*> locals_;
+  std::vector<const Result<Plan>*> agreed_;  // each local rank's, when spanning processes
   std::size_t arrived_ = 0;
   std::size_t departed_ = 0;
   bool ready_ = false;

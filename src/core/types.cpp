@@ -1,6 +1,20 @@
 #include "ruccl/types.hpp"
 
+#include "ruccl/communicator.hpp"  // collective_name (here: the fuzz targets link no communicator)
+
 namespace ruccl {
+
+std::string_view collective_name(CollectiveKind kind) noexcept {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return "all_reduce";
+    case CollectiveKind::kReduce: return "reduce";
+    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kAllGather: return "all_gather";
+    case CollectiveKind::kReduceScatter: return "reduce_scatter";
+    case CollectiveKind::kAllToAllV: return "all_to_all_v";
+  }
+  return "?";
+}
 
 std::size_t dtype_size(DataType dtype) noexcept {
   switch (dtype) {

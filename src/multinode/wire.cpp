@@ -2,20 +2,81 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 namespace ruccl::multinode {
 namespace {
 constexpr std::size_t kHeader = 13;          // fixed fields before the dims
 constexpr std::size_t kMessageWords = 32;    // 256 bytes of error message
+
+bool row_split(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter ||
+         kind == CollectiveKind::kAllToAllV;
+}
+
+// An ok record against itself and the world (what check_local derives on the
+// sending rank): "" when consistent, else what is wrong.
+std::string inconsistency(const core::Request& q, const core::Geometry& g, std::size_t out_count,
+                          std::size_t world) {
+  if (!q.has_input && q.kind != CollectiveKind::kBroadcast)
+    return "has no input for a " + std::string(collective_name(q.kind));
+  if (q.max_chunk_bytes == 0) return "has a byte budget of 0";
+  if (core::is_reducing(q.kind) && q.dtype == DataType::kBytes)
+    return "reduces dtype bytes";
+  if (q.kind == CollectiveKind::kReduce && q.root >= world)
+    return "names root " + std::to_string(q.root) + " outside a world of " + std::to_string(world);
+  // The geometry the sender's check derived from its tensor.
+  core::Geometry want;
+  if (q.has_input) {
+    const auto count = shape_count(q.shape);
+    if (!count) return "has shape " + shape_string(q.shape) + " whose count overflows size_t";
+    want.count = *count;
+  } else if (q.out) {
+    want.count = out_count;
+  }
+  if (!checked_mul(want.count, dtype_size(q.dtype)))
+    return "claims " + std::to_string(want.count) + " elements, whose byte size overflows size_t";
+  if (row_split(q.kind)) {
+    want.unit = core::row_unit(q.shape);
+    want.rows = q.shape.empty() ? 1 : q.shape[0];
+  } else {
+    want.rows = want.count;
+  }
+  if (g.count != want.count || g.unit != want.unit || g.rows != want.rows)
+    return "claims count " + std::to_string(g.count) + ", row unit " + std::to_string(g.unit) +
+           ", rows " + std::to_string(g.rows) + " but its shape " + shape_string(q.shape) +
+           " gives " + std::to_string(want.count) + ", " + std::to_string(want.unit) + ", " +
+           std::to_string(want.rows);
+  if (q.kind == CollectiveKind::kAllGather &&
+      !checked_mul(want.count * dtype_size(q.dtype), world))
+    return "has an all_gather input whose gathered byte size overflows size_t";
+  if (q.kind == CollectiveKind::kAllToAllV) {
+    std::size_t total = 0;
+    for (std::size_t c : q.send_counts) {
+      const auto t = checked_add(total, c);
+      if (!t) return "has send counts whose sum overflows size_t";
+      total = *t;
+    }
+    if (total != want.rows)
+      return "has send counts summing to " + std::to_string(total) + " rows for an input of " +
+             std::to_string(want.rows) + " rows";
+  }
+  return {};
+}
 }  // namespace
+
+Status check_encodable(const core::Request& q, std::size_t rank) {
+  if (q.shape.size() <= kMaxDims) return Status::ok();
+  return Status(ErrorCode::kShapeMismatch,
+                "rank " + std::to_string(rank) + " passed a tensor of " +
+                    std::to_string(q.shape.size()) + " dims; at most " +
+                    std::to_string(kMaxDims) + " dims cross processes");
+}
 
 std::size_t wire_words(std::size_t world) { return kHeader + kMaxDims + world + 1 + kMessageWords; }
 
-Result<std::vector<std::uint64_t>> encode(const core::Request& q,
-                                          const Result<core::Geometry>& g, std::size_t world) {
-  if (q.shape.size() > kMaxDims)
-    return Status(ErrorCode::kInvalidArgument,
-                  "tensors of more than 16 dims cannot cross processes yet");
+std::vector<std::uint64_t> encode(const core::Request& q, const Result<core::Geometry>& g,
+                                  std::size_t world) {
   std::vector<std::uint64_t> w(wire_words(world), 0);
   w[0] = static_cast<std::uint64_t>(q.kind);
   w[1] = static_cast<std::uint64_t>(q.dtype);
@@ -31,8 +92,11 @@ Result<std::vector<std::uint64_t>> encode(const core::Request& q,
     w[10] = g.value().unit;
     w[11] = g.value().rows;
   }
-  w[12] = q.shape.size();
-  std::copy(q.shape.begin(), q.shape.end(), w.begin() + kHeader);
+  // A failed check sends only its error (its shape may not even fit).
+  const std::size_t dims = g.is_ok() ? std::min(q.shape.size(), kMaxDims) : 0;
+  w[12] = dims;
+  std::copy(q.shape.begin(), q.shape.begin() + static_cast<std::ptrdiff_t>(dims),
+            w.begin() + kHeader);
   if (q.send_counts.size() == world)
     std::copy(q.send_counts.begin(), q.send_counts.end(), w.begin() + kHeader + kMaxDims);
   const std::string& msg = g.status().message();
@@ -78,7 +142,10 @@ Result<Decoded> decode(std::span<const std::uint64_t> w, std::size_t world) {
     q.send_counts.assign(w.begin() + kHeader + kMaxDims, w.begin() + kHeader + kMaxDims + world);
   const auto code = static_cast<ErrorCode>(w[8]);
   if (code == ErrorCode::kOk) {
-    d.geometry = core::Geometry{w[9], w[10], w[11]};
+    const core::Geometry g{w[9], w[10], w[11]};
+    if (std::string why = inconsistency(q, g, w[6], world); !why.empty())
+      return bad("a " + std::string(collective_name(q.kind)) + " that " + why);
+    d.geometry = g;
   } else {
     const std::size_t len = w[kHeader + kMaxDims + world];
     std::string msg(len, '\0');

@@ -14,18 +14,28 @@ namespace ruccl::multinode {
 inline constexpr std::size_t kMaxDims = 16;
 std::size_t wire_words(std::size_t world);
 
-// kInvalidArgument for tensors of more than kMaxDims dims or send counts that
-// do not fit the world (the local check reports those first in practice).
-Result<std::vector<std::uint64_t>> encode(const core::Request& request,
-                                          const Result<core::Geometry>& geometry,
-                                          std::size_t world);
+// What the record cannot carry, as this rank's local error: kShapeMismatch
+// for a tensor of more than kMaxDims dims, naming `rank`. The caller puts it in
+// place of an ok geometry, encodes that and agrees over it like any local
+// error, so every peer returns it at once instead of waiting for a record.
+Status check_encodable(const core::Request& request, std::size_t rank);
+
+// The record of `request` and its local outcome. With a failed `geometry` only
+// the error travels (no shape), so any request encodes; an ok geometry needs
+// check_encodable to have passed (else the shape is cut, which decode rejects).
+std::vector<std::uint64_t> encode(const core::Request& request,
+                                  const Result<core::Geometry>& geometry, std::size_t world);
 struct Decoded {
   core::Request request;
   Result<core::Geometry> geometry = Status(ErrorCode::kInternal, "not decoded");
 };
 // Validates before it trusts: the record's length, every enum (kind, dtype,
 // op, error code) in range, flags 0 or 1, dims and text lengths within their
-// fields. kProtocolError naming the first field out of range. Never reads
+// fields; and, for an ok geometry, the record against itself and the world:
+// the geometry is what the shape gives (count, row unit, rows; byte sizes
+// within size_t), a reduce root lies in the world, send counts sum to the
+// input's rows, only broadcast receivers come without input, the budget is not
+// zero. kProtocolError naming the first field out of range. Never reads
 // outside `words` (fuzzed: tests/fuzz).
 Result<Decoded> decode(std::span<const std::uint64_t> words, std::size_t world);
 

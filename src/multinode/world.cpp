@@ -85,19 +85,23 @@ class WorldSpanning final : public core::Spanning {
   // small all-reduce's input rides along (Config::one_shot_bytes): when the
   // plan is agreed and every rank's message carried its input, the collective
   // runs as a one-shot all-reduce over the delivered inputs (executors()).
-  // Each rank sees the same messages, so all decide alike.
+  // Each rank sees the same messages, so all decide alike; the decision is
+  // part of the plan (Plan::one_shot), which the rendezvous checks is the same
+  // for every local rank. What the record cannot carry (too many dims) travels
+  // as this rank's local error, so that the peers fail at once too.
   Result<core::Plan> agree_all(std::size_t local, std::uint64_t seq, const core::Request& request,
-                               const Result<core::Geometry>& geometry,
+                               const Result<core::Geometry>& local_check,
                                std::chrono::milliseconds timeout) override {
     const std::size_t me = first_ + local;
-    auto mine = multinode::encode(request, geometry, world_);
-    RUCCL_TRY(mine);
+    Result<core::Geometry> geometry = local_check;
+    if (geometry.is_ok())
+      if (Status s = multinode::check_encodable(request, me); !s) geometry = s;
     OneShot& os = one_shot_[local];
     os.ready = false;
-    os.words = mine.value().size();
+    os.out = multinode::encode(request, geometry, world_);
+    os.words = os.out.size();
     const std::size_t record = os.words * sizeof(std::uint64_t);
     const std::size_t payload = one_shot_payload(request, geometry, record);
-    os.out = std::move(mine).value();
     os.out.resize(os.words + (payload + 7) / 8);
     if (payload > 0) std::memcpy(os.out.data() + os.words, request.in.data, payload);
     // Receives take any message up to what one message holds, whatever this
@@ -152,10 +156,17 @@ class WorldSpanning final : public core::Spanning {
       }
     }
     Result<core::Plan> plan = core::agree(requests, locals, seq);
+    if (!plan && plan.status().code() == ErrorCode::kProtocolError) {
+      // A record that decoded but cannot be used: the ranks that got another
+      // copy of it may have agreed.
+      transports_[local]->notify_failure(seq, plan.status());
+      return plan;
+    }
     if (plan.is_ok() && all_sent_inputs) {
       os.ready = true;
       os.seq = seq;
       os.count = geometry.value().count;
+      plan.value().one_shot = true;
     }
     return plan;
   }
@@ -173,7 +184,9 @@ class WorldSpanning final : public core::Spanning {
                             std::chrono::milliseconds timeout) override {
     core::Executors out;
     OneShot& os = one_shot_[local];
-    if (os.ready && os.seq == seq && kind == CollectiveKind::kAllReduce) {
+    // plan.one_shot is every local rank's decision (the rendezvous refused the
+    // plan otherwise), and this rank's own: its inputs are in `os`.
+    if (plan.one_shot && os.ready && os.seq == seq && kind == CollectiveKind::kAllReduce) {
       os.ready = false;
       std::vector<const std::byte*> inputs(world_);
       for (std::size_t r = 0; r < world_; ++r)

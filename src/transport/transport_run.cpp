@@ -74,10 +74,21 @@ Status TransportRun::exchange_ops(std::uint32_t step, Clock::time_point deadline
       " step " + std::to_string(step));
 }
 
-const void* TransportRun::source(const Transfer& t) const {
+Result<const void*> TransportRun::source(const Transfer& t) const {
   const RankBuffers& me = work_.ranks[local_];
-  const void* base = t.source == Source::kInput ? me.input : me.send;
-  return static_cast<const std::byte*>(base) + t.src.offset * dtype_size(work_.dtype);
+  const bool input = t.source == Source::kInput;
+  const void* base = input ? me.input : me.send;
+  const std::size_t count = input ? me.input_count : me.send_count;
+  // The range comes from a schedule over the agreed plan: a plan that does
+  // not fit this rank's buffer must not send the memory behind it to a peer.
+  if (base == nullptr || t.src.offset > count || t.src.count > count - t.src.offset)
+    return Status(ErrorCode::kInternal,
+                  "send range [" + std::to_string(t.src.offset) + ", +" +
+                      std::to_string(t.src.count) + ") outside rank " + std::to_string(rank_) +
+                      "'s " + (input ? "input" : "send buffer") + " of " + std::to_string(count) +
+                      " elements");
+  return static_cast<const void*>(static_cast<const std::byte*>(base) +
+                                  t.src.offset * dtype_size(work_.dtype));
 }
 
 bool TransportRun::staging(Combine combine) const {
@@ -121,8 +132,10 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
     const std::uint64_t tag =
         make_tag({options_.comm, options_.seq, step_, static_cast<std::uint32_t>(rank_),
                   pieces_[t.peer]++});
+    auto from = source(t);
+    RUCCL_TRY(from);
     if (stage) file(out_pieces_, out_used_, out_stream_of_, t.peer, send_ops_.size());
-    send_ops_.push_back(SendOp{peer_of(t.peer), source(t), t.src.count * es, tag});
+    send_ops_.push_back(SendOp{peer_of(t.peer), from.value(), t.src.count * es, tag});
   }
   std::fill(pieces_.begin(), pieces_.end(), 0);
   for (const Transfer& t : recvs) {

@@ -117,7 +117,8 @@ class TransportRun final : public ring::RankRun {
   Status exchange_ops(std::uint32_t step, Clock::time_point deadline);
   // The direct path's staged receives of one step, in rounds (see the top).
   Status staged_rounds(Combine combine, Clock::time_point deadline);
-  const void* source(const Transfer& t) const;  // this rank's buffer a send reads
+  // The memory a send reads; kInternal when its range leaves this rank's buffer.
+  Result<const void*> source(const Transfer& t) const;
   bool staging(Combine combine) const;            // receive into staging, then combine?
   std::size_t peer_of(std::size_t group_rank) const {
     return options_.peer_base + group_rank * options_.peer_stride;

@@ -5,7 +5,7 @@
 // Modes:
 //   allreduce-loop [ITERS] [COUNT]   all-reduces of COUNT f32 (default 1 Mi = 4 MiB) back
 //                                    to back until an error or ITERS (default 100000)
-//   mismatch op|count|dtype|root|bcast-senders|order
+//   mismatch op|count|dtype|root|bcast-senders|order|dims
 //                                    one good all-reduce (#0), then collective #1 where
 //                                    rank 1 deviates; every rank must get the typed error
 //   soak N                           N collectives of random kinds and sizes, checked
@@ -132,6 +132,7 @@ std::optional<ErrorCode> expected_mismatch(const std::string& what) {
   if (what == "root") return ErrorCode::kRootMismatch;
   if (what == "bcast-senders") return ErrorCode::kBroadcastSenderCount;
   if (what == "order") return ErrorCode::kCollectiveMismatch;
+  if (what == "dims") return ErrorCode::kShapeMismatch;  // more than a fingerprint carries
   return std::nullopt;
 }
 
@@ -151,6 +152,11 @@ Status mismatch_call(Communicator& comm, std::size_t rank, std::size_t local, co
   }
   if (what == "root") return comm.reduce(rank, v, ReduceOp::kSum, odd ? 1 : 0).status();
   if (what == "bcast-senders") return comm.broadcast(rank, rank == 0 || odd ? &v : nullptr).status();
+  if (what == "dims") {  // rank 1: the same 65 elements as [65, 1 x 16], 17 dims
+    TensorView t = v;
+    if (odd) t.shape.resize(17, 1);
+    return comm.all_reduce(rank, t, ReduceOp::kSum).status();
+  }
   // order: rank 1 calls all-gather where the others call all-reduce (same view).
   if (odd) return comm.all_gather(rank, v).status();
   return comm.all_reduce(rank, v, ReduceOp::kSum).status();

@@ -1,7 +1,8 @@
 #!/bin/bash
 # ctest label faults: disagreeing arguments give every rank the same typed error.
 #   mismatch_test.sh <ruccl_fault_worker> <np>
-# For each of op, count, dtype, root, bcast-senders and order, rank 1 deviates in
+# For each of op, count, dtype, root, bcast-senders, order and dims (a tensor of
+# more dims than a fingerprint carries, on rank 1 only), rank 1 deviates in
 # collective #1; every rank must print a RESULT with the expected code, and all
 # ranks the same message (the worker itself checks that the message names rank 1
 # and collective #1, and exits non-zero otherwise). RUCCL_TIMEOUT is 5 s: a
@@ -16,7 +17,8 @@ out=$(mktemp /tmp/ruccl-mismatch.XXXXXX)
 trap 'rm -f "$out"' EXIT
 failed=0
 for case in op:OpMismatch count:ShapeMismatch dtype:DtypeMismatch root:RootMismatch \
-            bcast-senders:BroadcastSenderCount order:CollectiveMismatch; do
+            bcast-senders:BroadcastSenderCount order:CollectiveMismatch \
+            dims:ShapeMismatch; do
   what=${case%%:*} want=${case#*:}
   timeout -s KILL 40 "$mpiexec" -np "$np" --oversubscribe --allow-run-as-root \
     -x RUCCL_TIMEOUT=5 "$worker" mismatch "$what" >"$out"

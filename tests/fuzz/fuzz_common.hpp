@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "multinode/wire.hpp"
 #include "transport/wire_header.hpp"
 
 namespace ruccl::fuzz {
@@ -38,6 +39,13 @@ inline std::vector<std::uint64_t> words_of(const std::uint8_t* data, std::size_t
   std::vector<std::uint64_t> words(size / 8);
   if (!words.empty()) std::memcpy(words.data(), data, words.size() * 8);
   return words;
+}
+
+// Input layout of fuzz_agree: bytes 0..2 pick the world (1..4), the rank that
+// runs and the segment size; then each rank's record without its error
+// message (those words stay zero), this many words per rank.
+inline std::size_t agree_record_words(std::size_t world) {
+  return multinode::wire_words(world) - 32;
 }
 
 }  // namespace ruccl::fuzz

@@ -1,5 +1,6 @@
 // Writes the seed corpus: valid messages and fingerprints the fuzzers mutate.
-//   ruccl_fuzz_seeds <corpus dir>   (writes <dir>/fuzz_wire_header/*, <dir>/fuzz_fingerprint/*)
+//   ruccl_fuzz_seeds <corpus dir>   (writes <dir>/fuzz_wire_header/*, <dir>/fuzz_fingerprint/*,
+//                                    <dir>/fuzz_agree/*)
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,10 +10,35 @@
 #include "multinode/wire.hpp"
 
 namespace {
+using namespace ruccl;
 
 void write(const std::filesystem::path& path, const void* data, std::size_t bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+}
+
+core::Request request(CollectiveKind kind, ruccl::Shape shape, std::size_t world) {
+  core::Request q;
+  q.kind = kind;
+  q.shape = shape;
+  q.max_chunk_bytes = 4096;
+  if (kind == CollectiveKind::kAllToAllV) {  // the rows, spread over the world
+    const std::size_t rows = shape.empty() ? 1 : shape[0];
+    for (std::size_t d = 0; d < world; ++d) q.send_counts.push_back(rows / world + (d < rows % world));
+  }
+  return q;
+}
+
+// What check_local derives (with input; broadcast receivers without an output: nothing).
+core::Geometry geometry_of(const core::Request& q) {
+  core::Geometry g;
+  if (!q.has_input) return core::Geometry{0, 1, 0};
+  const bool rows = q.kind == CollectiveKind::kAllGather ||
+                    q.kind == CollectiveKind::kReduceScatter || q.kind == CollectiveKind::kAllToAllV;
+  g.count = ruccl::shape_count(q.shape).value_or(0);
+  g.unit = rows ? core::row_unit(q.shape) : 1;
+  g.rows = rows ? (q.shape.empty() ? 1 : q.shape[0]) : g.count;
+  return g;
 }
 
 }  // namespace
@@ -26,6 +52,7 @@ int main(int argc, char** argv) {
   const std::filesystem::path root = argv[1];
   std::filesystem::create_directories(root / "fuzz_wire_header");
   std::filesystem::create_directories(root / "fuzz_fingerprint");
+  std::filesystem::create_directories(root / "fuzz_agree");
 
   // Headers: with payloads of 0, 5 and 64 bytes, each with and without the
   // repair bit.
@@ -55,27 +82,50 @@ int main(int argc, char** argv) {
   }
 
   // Fingerprints: an all-reduce, a broadcast receiver, an all-to-all-v and a
-  // failed local check, in worlds of 2 and 4.
+  // failed local check, in worlds of 2 and 4, each geometry what its shape
+  // gives (decode refuses others).
   for (std::size_t world : {2u, 4u}) {
     std::vector<core::Request> requests(4);
-    requests[0].kind = CollectiveKind::kAllReduce;
-    requests[0].shape = {1003};
-    requests[1].kind = CollectiveKind::kBroadcast;
+    requests[0] = request(CollectiveKind::kAllReduce, {1003}, world);
+    requests[1] = request(CollectiveKind::kBroadcast, {}, world);
     requests[1].has_input = false;
     requests[1].root = 1;
-    requests[2].kind = CollectiveKind::kAllToAllV;
-    requests[2].shape = {8, 3};
-    requests[2].send_counts.assign(world, 2);
-    requests[3].kind = CollectiveKind::kReduce;
+    requests[2] = request(CollectiveKind::kAllToAllV, {8, 3}, world);
+    requests[3] = request(CollectiveKind::kReduce, {1003}, world);
     for (std::size_t i = 0; i < requests.size(); ++i) {
-      Result<core::Geometry> geometry = core::Geometry{1003, 1, 1003};
+      Result<core::Geometry> geometry = geometry_of(requests[i]);
       if (i == 3) geometry = Status(ErrorCode::kInvalidArgument, "null input");
-      auto words = multinode::encode(requests[i], geometry, world);
-      if (!words) return 1;
-      std::vector<std::uint8_t> bytes(1 + words.value().size() * 8);
+      const auto words = multinode::encode(requests[i], geometry, world);
+      if (!multinode::decode(words, world)) return 1;
+      std::vector<std::uint8_t> bytes(1 + words.size() * 8);
       bytes[0] = static_cast<std::uint8_t>(world - 1);
-      std::memcpy(bytes.data() + 1, words.value().data(), words.value().size() * 8);
+      std::memcpy(bytes.data() + 1, words.data(), words.size() * 8);
       write(root / "fuzz_fingerprint" / ("w" + std::to_string(world) + "_" + std::to_string(i)),
+            bytes.data(), bytes.size());
+    }
+  }
+
+  // Agreements: every kind over worlds of 2 and 3, every rank's record valid
+  // and agreeing (the broadcast's sender is rank 1, the reduce's root rank 1).
+  for (std::size_t world : {2u, 3u}) {
+    for (CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kReduce,
+                                CollectiveKind::kBroadcast, CollectiveKind::kAllGather,
+                                CollectiveKind::kReduceScatter, CollectiveKind::kAllToAllV}) {
+      std::vector<std::uint8_t> bytes = {static_cast<std::uint8_t>(world - 1), 1, 3};
+      for (std::size_t r = 0; r < world; ++r) {
+        core::Request q = request(kind, {6, 2}, world);
+        if (kind == CollectiveKind::kReduce) q.root = 1;
+        if (kind == CollectiveKind::kBroadcast && r != 1) {
+          q = request(kind, {}, world);
+          q.has_input = false;
+        }
+        const auto words = multinode::encode(q, geometry_of(q), world);
+        if (!multinode::decode(words, world)) return 1;
+        const auto* p = reinterpret_cast<const std::uint8_t*>(words.data());
+        bytes.insert(bytes.end(), p, p + fuzz::agree_record_words(world) * 8);
+      }
+      write(root / "fuzz_agree" /
+                (std::string(collective_name(kind)) + "_w" + std::to_string(world)),
             bytes.data(), bytes.size());
     }
   }

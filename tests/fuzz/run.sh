@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets with clang and runs each for SECONDS (default 60)
-# over a copy of the kept seeds, both at once (one per core). Exits non-zero
+# over a copy of the kept seeds, all three at once (sharing the cores: the wall
+# time stays SECONDS). Exits non-zero
 # on any crash or sanitizer report; the reproducer is kept under $BUILD/crashes.
 #   tests/fuzz/run.sh [BUILD_DIR] [SECONDS]
 set -euo pipefail
@@ -10,8 +11,9 @@ seconds=${2:-60}
 CXX=${RUCCL_FUZZ_CXX:-clang++} cmake -S "$here" -B "$build" -G Ninja >/dev/null
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)"
 mkdir -p "$build/crashes"
+targets="fuzz_wire_header fuzz_fingerprint fuzz_agree"
 pids=()
-for target in fuzz_wire_header fuzz_fingerprint; do
+for target in $targets; do
   work="$build/corpus/$target"
   rm -rf "$work" && mkdir -p "$work"
   "$build/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
@@ -21,7 +23,7 @@ for target in fuzz_wire_header fuzz_fingerprint; do
 done
 status=0
 i=0
-for target in fuzz_wire_header fuzz_fingerprint; do
+for target in $targets; do
   if wait "${pids[$i]}"; then
     echo "$target: $(grep -E '^stat::number_of_executed_units' "$build/$target.log" | awk '{print $2}') runs, no failure"
   else
