@@ -187,8 +187,7 @@ class MpiBootstrap final : public Bootstrap {
       std::string text = waited.message() + " after " +
                          ms_text(std::chrono::duration_cast<std::chrono::milliseconds>(
                              Clock::now() - started)) +
-                         " (deadline " + ms_text(timeout_) + " by default) in " +
-                         describe_rank(rank_);
+                         " in " + describe_rank(rank_);
       if (!missing.empty()) text += "; did not arrive: " + missing;
       broken_ = text;
       return Status(waited.code(), std::move(text));
