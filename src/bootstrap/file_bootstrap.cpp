@@ -27,8 +27,6 @@ namespace ruccl::bootstrap {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-using Blobs = std::vector<std::vector<std::byte>>;
 
 constexpr auto kFirstPoll = std::chrono::milliseconds(1);
 constexpr auto kLongestPoll = std::chrono::milliseconds(20);
@@ -102,7 +100,7 @@ class FileBootstrap final : public Bootstrap {
   // Generation 0: every process's hostname, then the (node, index) layout.
   Status create(const std::string& hostname) {
     const auto* p = reinterpret_cast<const std::byte*>(hostname.data());
-    auto names = exchange(std::span(p, hostname.size()), "creation");
+    auto names = exchange(std::span(p, hostname.size()), Wait::within(timeout_), "creation");
     RUCCL_TRY(names);
     std::vector<int> leader_of_index(processes_);
     for (std::size_t i = 0; i < processes_; ++i) {
@@ -117,10 +115,11 @@ class FileBootstrap final : public Bootstrap {
   }
 
   const Topology& topology() const override { return layout_.topology; }
+  std::chrono::milliseconds timeout() const override { return timeout_; }
 
-  Result<Blobs> all_gather(std::span<const std::byte> blob) override {
+  Result<Blobs> all_gather(std::span<const std::byte> blob, const Wait& wait) override {
     return guarded([&]() -> Result<Blobs> {
-      auto by_index = exchange(blob, "all_gather");
+      auto by_index = exchange(blob, wait, "all_gather");
       RUCCL_TRY(by_index);
       Blobs by_process(processes_);
       for (std::size_t i = 0; i < processes_; ++i)
@@ -129,8 +128,8 @@ class FileBootstrap final : public Bootstrap {
     });
   }
 
-  Status barrier() override {
-    return guarded([&]() -> Status { return exchange({}, "barrier").status(); });
+  Status barrier(const Wait& wait) override {
+    return guarded([&]() -> Status { return exchange({}, wait, "barrier").status(); });
   }
 
  private:
@@ -142,9 +141,10 @@ class FileBootstrap final : public Bootstrap {
   }
 
   // One generation: write ours, wait for every blob, read them (by index).
-  Result<Blobs> exchange(std::span<const std::byte> blob, const char* what) {
+  Result<Blobs> exchange(std::span<const std::byte> blob, const Wait& wait, const char* what) {
     const std::size_t generation = next_generation_++;
-    const auto deadline = Clock::now() + timeout_;
+    const auto deadline = wait.deadline;
+    const auto started = Clock::now();
     std::error_code ec;
     fs::create_directories(generation_dir(generation), ec);
     if (ec) return io_error("create the directory", generation_dir(generation), ec.value());
@@ -157,11 +157,17 @@ class FileBootstrap final : public Bootstrap {
     while (true) {
       std::erase_if(missing, [&](std::size_t i) { return fs::exists(blob_path(generation, i), ec); });
       if (missing.empty()) break;
+      if (wait.abort != nullptr && wait.abort->load())
+        return Status(ErrorCode::kAborted, "file bootstrap " + directory_.string() + ": " + what +
+                                               " (generation " + std::to_string(generation) +
+                                               ") aborted");
       if (Clock::now() >= deadline)
         return Status(ErrorCode::kTimeout,
                       "file bootstrap " + directory_.string() + ": " + what + " (generation " +
                           std::to_string(generation) + ") of process " + std::to_string(index_) +
-                          " timed out after " + std::to_string(timeout_.count()) +
+                          " timed out after " +
+                          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             Clock::now() - started).count()) +
                           " ms waiting for every process to arrive: " + missing_list(missing) +
                           " did not arrive (no " + blob_path(generation, missing.front()).string() +
                           ")");

@@ -34,6 +34,9 @@ class MpiScope {
   ~MpiScope() { reset(); }
 
   bool owns_mpi() const noexcept { return owns_; }
+  // Never finalise: after a timed-out exchange MPI_Finalize would wait for
+  // the processes that did not arrive.
+  void abandon() noexcept { owns_ = false; }
 
  private:
   explicit MpiScope(bool owns) : owns_(owns) {}
@@ -50,6 +53,8 @@ class OwnedComm {
   // The processes of `parent` that share memory with this one (one node),
   // ordered by `key`. Inherits parent's error handler.
   static Result<OwnedComm> split_shared(MPI_Comm parent, int key);
+  // Takes ownership of `comm` (from MPI_Comm_idup, say).
+  static OwnedComm adopt(MPI_Comm comm) noexcept { return OwnedComm(comm); }
 
   OwnedComm(OwnedComm&& other) noexcept : comm_(other.comm_) { other.comm_ = MPI_COMM_NULL; }
   OwnedComm& operator=(OwnedComm&& other) noexcept;
@@ -58,6 +63,8 @@ class OwnedComm {
   ~OwnedComm() { reset(); }
 
   MPI_Comm get() const noexcept { return comm_; }
+  // Forgets the handle without freeing it (requests may still be pending on it).
+  void leak() noexcept { comm_ = MPI_COMM_NULL; }
 
  private:
   explicit OwnedComm(MPI_Comm comm) : comm_(comm) {}

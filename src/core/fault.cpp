@@ -5,9 +5,16 @@
 #include <algorithm>
 #include <charconv>
 #include <initializer_list>
+#include <stdexcept>
+
+#include <unistd.h>
 
 namespace ruccl::core {
 namespace {
+
+constexpr CreateStage kStages[] = {CreateStage::kStart,   CreateStage::kTransports,
+                                   CreateStage::kAddress, CreateStage::kConnect,
+                                   CreateStage::kHandshake, CreateStage::kAgreed};
 
 constexpr std::string_view kVerbs[] = {"prepare",  "begin",   "allocate", "copy",
                                        "exchange", "combine", "scale",    "finish"};
@@ -40,13 +47,15 @@ std::optional<T> number(std::string_view text) {
 
 std::optional<FaultKind> kind_of(std::string_view name) {
   for (FaultKind k : {FaultKind::kStall, FaultKind::kExit, FaultKind::kDrop, FaultKind::kCorrupt,
-                      FaultKind::kAdapter})
+                      FaultKind::kAdapter, FaultKind::kCreate})
     if (fault_kind_name(k) == name) return k;
   return std::nullopt;
 }
 
 // The optional keys each kind takes (rank and seq are required for all).
 bool takes(FaultKind kind, std::string_view key) {
+  if (kind == FaultKind::kCreate)
+    return key == "stage" || key == "process" || key == "action" || key == "code";
   if (key == "rank" || key == "seq") return true;
   switch (kind) {
     case FaultKind::kStall: return key == "ms";
@@ -54,6 +63,7 @@ bool takes(FaultKind kind, std::string_view key) {
     case FaultKind::kDrop:
     case FaultKind::kCorrupt: return key == "step";
     case FaultKind::kAdapter: return key == "verb";
+    case FaultKind::kCreate: break;
   }
   return false;
 }
@@ -68,10 +78,10 @@ Result<Fault> parse_one(std::string_view text) {
   const auto kind = kind_of(name);
   if (!kind)
     return bad("unknown kind '" + std::string(name) +
-               "' (expected stall, exit, drop, corrupt or adapter)");
+               "' (expected stall, exit, drop, corrupt, adapter or create)");
   Fault f;
   f.kind = *kind;
-  bool has_rank = false, has_seq = false;
+  bool has_rank = false, has_seq = false, has_stage = false, has_process = false;
   std::vector<std::string_view> seen;
   const std::string_view args = colon == std::string_view::npos ? "" : text.substr(colon + 1);
   for (std::string_view item : split(args, ',')) {
@@ -105,6 +115,22 @@ Result<Fault> parse_one(std::string_view text) {
       auto v = number<std::uint32_t>(value);
       if (!v) return bad(what + " is not a number of milliseconds");
       f.stall = std::chrono::milliseconds(*v);
+    } else if (key == "stage") {
+      const auto* it = std::find_if(std::begin(kStages), std::end(kStages),
+                                    [&](CreateStage st) { return create_stage_name(st) == value; });
+      if (it == std::end(kStages))
+        return bad(what + " is not a creation stage (start, transports, address, connect, "
+                          "handshake or agreed)");
+      f.stage = *it;
+      has_stage = true;
+    } else if (key == "process") {
+      auto v = number<std::size_t>(value);
+      if (!v) return bad(what + " is not a process index");
+      f.process = *v;
+      has_process = true;
+    } else if (key == "action") {
+      if (value != "exit" && value != "throw") return bad(what + " is not exit or throw");
+      f.throws = value == "throw";
     } else if (key == "code") {
       auto v = number<int>(value);
       if (!v || *v < 0 || *v > 255) return bad(what + " is not an exit code 0..255");
@@ -115,6 +141,11 @@ Result<Fault> parse_one(std::string_view text) {
                           "combine, scale or finish)");
       f.verb = std::string(value);
     }
+  }
+  if (f.kind == FaultKind::kCreate) {
+    if (!has_stage) return bad("stage=<creation stage> is required");
+    if (!has_process) return bad("process=<process index> is required");
+    return f;
   }
   if (!has_rank) return bad("rank=<global rank> is required");
   if (!has_seq) return bad("seq=<collective sequence number> is required");
@@ -130,6 +161,19 @@ std::string_view fault_kind_name(FaultKind kind) noexcept {
     case FaultKind::kDrop: return "drop";
     case FaultKind::kCorrupt: return "corrupt";
     case FaultKind::kAdapter: return "adapter";
+    case FaultKind::kCreate: return "create";
+  }
+  return "?";
+}
+
+std::string_view create_stage_name(CreateStage stage) noexcept {
+  switch (stage) {
+    case CreateStage::kStart: return "start";
+    case CreateStage::kTransports: return "transports";
+    case CreateStage::kAddress: return "address";
+    case CreateStage::kConnect: return "connect";
+    case CreateStage::kHandshake: return "handshake";
+    case CreateStage::kAgreed: return "agreed";
   }
   return "?";
 }
@@ -157,6 +201,21 @@ bool FaultPlan::any(FaultKind kind, std::size_t rank, std::uint64_t seq) const {
   return std::any_of(faults_.begin(), faults_.end(), [&](const Fault& f) {
     return f.kind == kind && f.rank == rank && f.seq == seq;
   });
+}
+
+const Fault* FaultPlan::find_create(CreateStage stage, std::size_t process) const {
+  for (const Fault& f : faults_)
+    if (f.kind == FaultKind::kCreate && f.stage == stage && f.process == process) return &f;
+  return nullptr;
+}
+
+void fire_create_fault(const FaultPlan& plan, CreateStage stage, std::size_t process) {
+  const Fault* f = plan.find_create(stage, process);
+  if (f == nullptr) return;
+  if (f->throws)
+    throw std::runtime_error("injected fault: process " + std::to_string(process) +
+                             " throws at creation stage " + std::string(create_stage_name(stage)));
+  ::_exit(f->exit_code);
 }
 
 // ---- FaultyAdapter -----------------------------------------------------------

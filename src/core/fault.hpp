@@ -12,7 +12,9 @@
 //   exit     core (engine.cpp): the process _exit()s when the step starts
 //            (without a step: the collective's first step);
 //   adapter  core (communicator.cpp): a device verb fails (FaultyAdapter);
-//   drop / corrupt  the transport: a message is lost / has its bytes flipped.
+//   drop / corrupt  the transport: a message is lost / has its bytes flipped;
+//   create   world creation (src/multinode/world.cpp): the process _exit()s or
+//            throws when creation reaches the named stage (fire_create_fault).
 #pragma once
 
 #include <atomic>
@@ -28,7 +30,17 @@
 
 namespace ruccl::core {
 
-enum class FaultKind : std::uint8_t { kStall, kExit, kDrop, kCorrupt, kAdapter };
+enum class FaultKind : std::uint8_t { kStall, kExit, kDrop, kCorrupt, kAdapter, kCreate };
+
+// The stages of world creation, in order (world.cpp):
+//   start       entering creation, before the first agreement (devices, config, token)
+//   transports  after that agreement, while opening the UCX transports
+//   address     transports open, before the address exchange
+//   connect     after the address exchange, before connecting the endpoints
+//   handshake   endpoints connected, before the job-token handshake
+//   agreed      after the handshake, before the final agreement of outcome
+enum class CreateStage : std::uint8_t { kStart, kTransports, kAddress, kConnect, kHandshake, kAgreed };
+std::string_view create_stage_name(CreateStage stage) noexcept;
 
 std::string_view fault_kind_name(FaultKind kind) noexcept;  // "stall", "exit", ...
 
@@ -40,6 +52,9 @@ struct Fault {
   std::chrono::milliseconds stall{0};   // stall: how long; 0 = until the communicator is aborted or timeout + 2 s
   int exit_code = 1;                    // exit
   std::string verb;                     // adapter: "prepare","begin","allocate","copy","exchange","combine","scale","finish"; empty = any verb
+  CreateStage stage = CreateStage::kStart;  // create: where
+  std::size_t process = 0;              // create: the process (bootstrap order) it hits
+  bool throws = false;                  // create: throw std::runtime_error instead of _exit
 };
 
 class FaultPlan {
@@ -48,7 +63,8 @@ class FaultPlan {
   //   stall:rank=1,seq=3[,ms=2000]      exit:rank=2,seq=5[,step=3][,code=9]
   //   drop:rank=0,seq=4[,step=1]        corrupt:rank=1,seq=2[,step=0]
   //   adapter:rank=0,seq=1[,verb=combine]
-  // rank and seq are required; a key the kind does not take, a repeated key or
+  //   create:stage=address,process=1[,action=exit|throw][,code=9]
+  // rank and seq are required (create: stage and process instead); a key the kind does not take, a repeated key or
   // a bad number is an error. Blanks around faults, keys and values are ignored.
   // "" -> empty plan. Errors: kInvalidArgument naming the offending fault text and why.
   static Result<FaultPlan> parse(std::string_view spec);
@@ -60,11 +76,18 @@ class FaultPlan {
                     std::optional<std::uint32_t> step = std::nullopt) const;
   // Whether any fault of `kind` hits (rank, seq), whatever its step.
   bool any(FaultKind kind, std::size_t rank, std::uint64_t seq) const;
+  // The first create fault for (stage, process); null if none.
+  const Fault* find_create(CreateStage stage, std::size_t process) const;
   const std::vector<Fault>& faults() const { return faults_; }
 
  private:
   std::vector<Fault> faults_;
 };
+
+// Acts on a create fault for (stage, process), if the plan has one: _exit()s
+// with its code, or throws std::runtime_error("injected fault: ...") (the
+// caller's creation step catches it like any exception of that step).
+void fire_create_fault(const FaultPlan& plan, CreateStage stage, std::size_t process);
 
 // An adapter fault: forwards every verb to `inner`, except that the fault's
 // verb (any verb when the fault names none) fails once, at its first call,

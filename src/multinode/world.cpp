@@ -7,6 +7,7 @@
 #include <sys/random.h>
 
 #include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "bootstrap/bootstrap.hpp"
+#include "core/fault.hpp"
 #include "core/log.hpp"
 #include "core/spanning.hpp"
 #include "multinode/delivered_run.hpp"
@@ -280,77 +282,222 @@ class WorldSpanning final : public core::Spanning {
   std::vector<std::vector<transport::StagingBuffer>> staging_;
 };
 
-// Each process's blob: for each local rank, an 8-byte length then its address.
+// ---- creation -----------------------------------------------------------------
+//
+// Creation is a sequence of named steps, each ending in an agreement of outcome
+// through the bootstrap (bootstrap::agree_outcome): every process contributes
+// "ok" or its error, so a failure on one process (a bad Config, a transport
+// that cannot open, an exception) reaches every process, and all return the
+// same error, naming the process (and host) at fault. Every wait has a
+// deadline, Config::timeout from the start of its step, so a process that dies
+// or never arrives ends the others' creation with kTimeout naming it:
+//   1. "agree on devices and config": the local checks (devices, Config), the
+//      settings every process must share (shared_settings), process 0's job token;
+//   2. "open transports": one UCX transport per local device; the payload is
+//      their addresses (the address exchange);
+//   3. "connect and handshake": endpoints to every rank, the job-token
+//      handshake, then the outcome. After a local failure (a peer that died
+//      mid-handshake, typically) the agreement waits only kGrace: the others
+//      failed at about the same time, and the dead one never comes.
+// RUCCL_FAULT's create faults (core/fault.hpp) exit or throw at each stage.
+
+constexpr auto kGrace = std::chrono::milliseconds(2000);
+
+// Runs one step's local part; an exception becomes its error.
+template <typename F>
+Status caught(F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kInternal, std::string("exception: ") + e.what());
+  } catch (...) {
+    return Status(ErrorCode::kInternal, "a non-standard exception");
+  }
+}
+
+void put_u64(std::vector<std::byte>& out, std::uint64_t v) {
+  const auto* p = reinterpret_cast<const std::byte*>(&v);
+  out.insert(out.end(), p, p + sizeof(v));
+}
+// Reads a u64 at `at` of a peer's bytes; false past the end.
+bool get_u64(std::span<const std::byte> in, std::size_t& at, std::uint64_t& v) {
+  if (in.size() < sizeof(v) || at > in.size() - sizeof(v)) return false;
+  std::memcpy(&v, in.data() + at, sizeof(v));
+  at += sizeof(v);
+  return true;
+}
+
+// The settings that decide which messages exist and how large they are: every
+// process must have the same. (max_chunk_bytes travels with each collective's
+// fingerprint and is agreed there; one_shot_bytes and checksum may differ, see
+// config.hpp; timeouts, logging and faults are local.)
+struct Setting {
+  const char* name;
+  std::uint64_t value;
+  ErrorCode code;
+};
+std::vector<Setting> shared_settings(std::size_t per_process, bool cuda, const Config& config) {
+  return {
+      {"devices per process", per_process, ErrorCode::kDeviceCountMismatch},
+      {"CUDA devices (1 yes, 0 no)", cuda ? 1u : 0u, ErrorCode::kInvalidArgument},
+      {"global strategy (RUCCL_ALGO; 0 hierarchical, 1 flat_ring)",
+       static_cast<std::uint64_t>(config.global_strategy()), ErrorCode::kInvalidArgument},
+      {"segment_bytes (RUCCL_SEGMENT_BYTES)", config.segment_bytes(), ErrorCode::kInvalidArgument},
+  };
+}
+
+// The job token: process 0 draws 128 bits from the OS random source; they ride
+// on step 1. Every message header carries it; a message with another token
+// (from another job) is refused.
+Status draw_token(transport::JobToken& token) {
+  std::size_t got = 0;
+  while (got < token.size()) {
+    const ssize_t n = getrandom(token.data() + got, token.size() - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return Status(ErrorCode::kInternal,
+                    "could not draw a job token from the OS random source (getrandom)");
+    got += static_cast<std::size_t>(n);
+  }
+  return Status::ok();
+}
+
+// Step 1's payload: the settings, the token (process 0 only), the hostname.
+std::vector<std::byte> pack_settings(const std::vector<Setting>& settings,
+                                     const transport::JobToken* token, const std::string& host) {
+  std::vector<std::byte> out;
+  put_u64(out, settings.size());
+  for (const Setting& s : settings) put_u64(out, s.value);
+  const auto* t = token ? reinterpret_cast<const std::byte*>(token->data()) : nullptr;
+  put_u64(out, token ? token->size() : 0);
+  if (t) out.insert(out.end(), t, t + token->size());
+  const auto* h = reinterpret_cast<const std::byte*>(host.data());
+  out.insert(out.end(), h, h + host.size());
+  return out;
+}
+
+// Step 1's comparison: every process reads the same payloads, so all return
+// the same Status; fills `token` from process 0's.
+Status compare_settings(const bootstrap::Blobs& payloads, const std::vector<Setting>& mine,
+                        transport::JobToken& token) {
+  const std::string step = "creation (agree on devices and config): ";
+  struct Peer {
+    std::vector<std::uint64_t> values;
+    std::string host;
+  };
+  std::vector<Peer> peers(payloads.size());
+  for (std::size_t p = 0; p < payloads.size(); ++p) {
+    const std::span<const std::byte> in(payloads[p]);
+    std::size_t at = 0;
+    std::uint64_t n = 0, token_bytes = 0;
+    bool ok = get_u64(in, at, n) && n == mine.size();
+    for (std::size_t i = 0; ok && i < mine.size(); ++i) {
+      std::uint64_t v = 0;
+      ok = get_u64(in, at, v);
+      peers[p].values.push_back(v);
+    }
+    ok = ok && get_u64(in, at, token_bytes) &&
+         (token_bytes == 0 || token_bytes == token.size()) && token_bytes <= in.size() - at &&
+         (p == 0) == (token_bytes == token.size());
+    if (!ok)
+      return Status(ErrorCode::kProtocolError, step + "process " + std::to_string(p) +
+                                                   " sent a malformed record of " +
+                                                   std::to_string(in.size()) + " bytes");
+    if (p == 0) std::memcpy(token.data(), in.data() + at, token.size());
+    at += static_cast<std::size_t>(token_bytes);
+    peers[p].host.assign(reinterpret_cast<const char*>(in.data()) + at, in.size() - at);
+  }
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    for (std::size_t p = 1; p < peers.size(); ++p) {
+      const std::uint64_t theirs = peers[p].values[i], first = peers[0].values[i];
+      if (theirs == first) continue;
+      return Status(mine[i].code, step + "process " + std::to_string(p) + " (host " +
+                                      peers[p].host + ") has " + std::to_string(theirs) + " " +
+                                      mine[i].name + ", process 0 (host " + peers[0].host +
+                                      ") has " + std::to_string(first));
+    }
+  return Status::ok();
+}
+
+// Step 2's payload: for each local rank, an 8-byte length then its address.
 std::vector<std::byte> pack(const std::vector<std::unique_ptr<transport::Transport>>& ts) {
   std::vector<std::byte> out;
   for (const auto& t : ts) {
     const std::vector<std::byte> a = t->address();
-    const std::uint64_t len = a.size();
-    const auto* p = reinterpret_cast<const std::byte*>(&len);
-    out.insert(out.end(), p, p + sizeof(len));
+    put_u64(out, a.size());
     out.insert(out.end(), a.begin(), a.end());
   }
   return out;
 }
 
-// The job token: process 0 draws 128 bits from the OS random source and every
-// process receives them through the bootstrap. Every message header carries
-// it; a message with another token (from another job) is refused.
-Result<transport::JobToken> share_job_token(bootstrap::Bootstrap& boot) {
-  transport::JobToken token{};
-  std::vector<std::byte> mine;
-  if (boot.topology().process == 0) {
-    std::size_t got = 0;
-    while (got < token.size()) {
-      const ssize_t n = getrandom(token.data() + got, token.size() - got, 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        // Every process must still reach the all_gather below: an empty blob
-        // from process 0 tells them that no token could be drawn.
-        token = {};
-        got = 0;
-        break;
-      }
-      got += static_cast<std::size_t>(n);
-    }
-    if (got == token.size()) {
-      const auto* p = reinterpret_cast<const std::byte*>(token.data());
-      mine.assign(p, p + token.size());
-    }
-  }
-  auto blobs = boot.all_gather(mine);
-  RUCCL_TRY(blobs);
-  const std::vector<std::byte>& first = blobs.value().front();
-  if (first.size() != token.size())
-    return Status(ErrorCode::kInternal,
-                  "process 0 could not draw a job token from the OS random source (getrandom)");
-  std::memcpy(token.data(), first.data(), token.size());
-  return token;
-}
-
-Status unpack(const std::vector<std::byte>& blob, std::size_t count,
+// A peer's step-2 payload: exactly `count` addresses.
+Status unpack(const std::vector<std::byte>& blob, std::size_t process, std::size_t count,
               std::vector<std::vector<std::byte>>& out) {
+  const auto bad = [&] {
+    return Status(ErrorCode::kProtocolError,
+                  "creation (open transports): process " + std::to_string(process) +
+                      " sent a malformed address record of " + std::to_string(blob.size()) +
+                      " bytes");
+  };
   std::size_t at = 0;
   for (std::size_t i = 0; i < count; ++i) {
     std::uint64_t len = 0;
-    if (at + sizeof(len) > blob.size()) return Status(ErrorCode::kInternal, "short address blob");
-    std::memcpy(&len, blob.data() + at, sizeof(len));
-    at += sizeof(len);
-    if (len > blob.size() - at) return Status(ErrorCode::kInternal, "short address blob");
-    out.emplace_back(blob.begin() + at, blob.begin() + at + len);
-    at += len;
+    if (!get_u64(blob, at, len) || len > blob.size() - at) return bad();
+    out.emplace_back(blob.begin() + static_cast<std::ptrdiff_t>(at),
+                     blob.begin() + static_cast<std::ptrdiff_t>(at + len));
+    at += static_cast<std::size_t>(len);
   }
+  return at == blob.size() ? Status::ok() : bad();
+}
+
+// Step 3's local part: connect every local transport, then the handshake (job
+// tokens), which needs every local transport to progress at the same time: one
+// thread each, like the closes.
+Status connect_and_handshake(std::vector<std::unique_ptr<transport::Transport>>& transports,
+                             const std::vector<std::vector<std::byte>>& addresses,
+                             const core::FaultPlan& faults, std::size_t process,
+                             const Config& config, std::size_t first) {
+  core::fire_create_fault(faults, core::CreateStage::kConnect, process);
+  for (auto& t : transports) RUCCL_TRY(t->connect(addresses, Clock::now() + config.timeout()));
+  core::fire_create_fault(faults, core::CreateStage::kHandshake, process);
+  std::vector<Status> shook(transports.size());
+  std::vector<std::thread> threads;
+  const auto deadline = Clock::now() + config.timeout();
+  try {
+    for (std::size_t d = 1; d < transports.size(); ++d)
+      threads.emplace_back([&, d] { shook[d] = transports[d]->handshake(deadline); });
+  } catch (const std::exception& e) {  // no thread: the others time out, and we say why
+    shook[0] = Status(ErrorCode::kInternal, std::string("handshake thread: ") + e.what());
+  }
+  if (shook[0]) shook[0] = transports[0]->handshake(deadline);
+  for (auto& th : threads) th.join();
+  for (const Status& s : shook)
+    if (!s) {
+      // A refused peer is worth a log line even with logging off.
+      Config loud = config;
+      if (loud.log_level() == LogLevel::kOff) loud.with_log_level(LogLevel::kWarn);
+      core::Logger(loud).log(LogLevel::kWarn, first, s.to_string());
+      return s;
+    }
+  core::fire_create_fault(faults, core::CreateStage::kAgreed, process);
   return Status::ok();
+}
+
+// The bootstrap needs a positive timeout even when the Config is invalid (its
+// error then travels through step 1).
+std::chrono::milliseconds bootstrap_timeout(const Config& config) {
+  return config.timeout().count() > 0 && config.timeout() <= Config::kMaxTimeout
+             ? config.timeout()
+             : Config::kDefaultTimeout;
 }
 
 }  // namespace
 
 Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<DeviceId> local_devices,
                                                                 Config config) {
-  if (local_devices.empty())
-    return Status(ErrorCode::kInvalidArgument, "a process needs at least one local device");
-  RUCCL_TRY(config.validate());
-  auto boot = bootstrap::mpi_world_bootstrap();
+  // The local checks travel through creation's first agreement: returning here
+  // would leave the other processes waiting for this one.
+  auto boot = bootstrap::mpi_world_bootstrap(bootstrap_timeout(config));
   RUCCL_TRY(boot);
   return multinode::create_communicator_from_bootstrap(std::move(boot).value(),
                                                        std::move(local_devices), std::move(config));
@@ -359,86 +506,88 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
 Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootstrap(
     std::unique_ptr<bootstrap::Bootstrap> boot, std::vector<DeviceId> local_devices, Config config) {
   if (!boot) return Status(ErrorCode::kInvalidArgument, "no bootstrap");
-  if (local_devices.empty())
-    return Status(ErrorCode::kInvalidArgument, "a process needs at least one local device");
-  RUCCL_TRY(config.validate());
-  const std::size_t per_process = local_devices.size();
-  RUCCL_TRY(bootstrap::agree_on(*boot, per_process, "devices per process"));
-  // The strategy decides which messages exist: processes must not mix them.
-  RUCCL_TRY(bootstrap::agree_on(*boot, static_cast<std::size_t>(config.global_strategy()),
-                                "as global strategy (RUCCL_ALGO; 0 hierarchical, 1 flat_ring)",
-                                ErrorCode::kInvalidArgument));
-  // Device buffers across processes: every TransportRun step passes device
-  // pointers to UCX where its build supports CUDA memory, and otherwise runs
-  // the staged pipeline through pinned host buffers (transport_run.hpp,
-  // choose_memory_path). Every process must hold the same kind of device.
-  const bool cuda = local_devices.front().kind == DeviceKind::kCuda;
-  RUCCL_TRY(bootstrap::agree_on(*boot, cuda ? 1 : 0, "as CUDA devices (1 yes, 0 no)",
-                                ErrorCode::kInvalidArgument));
   const bootstrap::Topology& topo = boot->topology();
+  const Status valid = config.validate();
+  const core::FaultPlan faults = valid ? plan_of(config) : core::FaultPlan{};
+  const std::size_t per_process = local_devices.size();
   const std::size_t world = topo.processes * per_process;
   const std::size_t first = topo.process * per_process;
 
-  auto token = share_job_token(*boot);
-  RUCCL_TRY(token);
+  // 1. Agree on devices and config; share the job token.
+  transport::JobToken token{};
+  {
+    const bool cuda = !local_devices.empty() && local_devices.front().kind == DeviceKind::kCuda;
+    const std::vector<Setting> settings = shared_settings(per_process, cuda, config);
+    const Status local = caught([&]() -> Status {
+      core::fire_create_fault(faults, core::CreateStage::kStart, topo.process);
+      if (local_devices.empty())
+        return Status(ErrorCode::kInvalidArgument, "a process needs at least one local device");
+      RUCCL_TRY(valid);
+      if (topo.process == 0) RUCCL_TRY(draw_token(token));
+      return Status::ok();
+    });
+    const auto payload = pack_settings(settings, topo.process == 0 && local ? &token : nullptr,
+                                       topo.hostname);
+    auto agreed = bootstrap::agree_outcome(
+        *boot, local, payload, "creation (agree on devices and config)",
+        bootstrap::Wait::within(local ? config.timeout() : boot->timeout()));
+    RUCCL_TRY(agreed);
+    RUCCL_TRY(compare_settings(agreed.value(), settings, token));
+  }
 
+  // 2. Open the transports; exchange their addresses.
   // Endpoints to ranks on this node skip peer-failure detection (shared memory).
   auto abort_flag = std::make_unique<std::atomic<bool>>(false);
-  transport::TransportOptions options;
-  options.abort = abort_flag.get();
-  options.token = token.value();
-  options.checksum = config.checksum();
-  if (config.intra_node_shared_memory())
-    for (std::size_t peer = 0; peer < world; ++peer)
-      options.unwatched_peers.push_back(topo.node_of_process[peer / per_process] == topo.node);
   std::vector<std::unique_ptr<transport::Transport>> transports;
-  for (std::size_t d = 0; d < per_process; ++d) {
-    auto t = transport::make_ucx_transport(options);
-    RUCCL_TRY(t);
-    transports.push_back(std::move(t.value()));
-  }
-  auto blobs = boot->all_gather(pack(transports));
-  RUCCL_TRY(blobs);
   std::vector<std::vector<std::byte>> addresses;
-  for (const auto& blob : blobs.value()) RUCCL_TRY(unpack(blob, per_process, addresses));
-  Status connected;
-  for (auto& t : transports) {
-    connected = t->connect(addresses, Clock::now() + config.timeout());
-    if (!connected) break;
-  }
-  // The handshake (job tokens) needs every local transport to progress at the
-  // same time: one thread each, like the closes.
-  if (connected) {
-    std::vector<Status> shook(transports.size());
-    std::vector<std::thread> threads;
-    const auto deadline = Clock::now() + config.timeout();
-    try {
-      for (std::size_t d = 1; d < transports.size(); ++d)
-        threads.emplace_back([&, d] { shook[d] = transports[d]->handshake(deadline); });
-    } catch (const std::exception& e) {  // no thread: the others time out, and we say why
-      shook[0] = Status(ErrorCode::kInternal, std::string("handshake thread: ") + e.what());
-    }
-    if (shook[0]) shook[0] = transports[0]->handshake(deadline);
-    for (auto& th : threads) th.join();
-    for (const Status& s : shook)
-      if (!s) {
-        connected = s;
-        // A refused peer is worth a log line even with logging off.
-        Config loud = config;
-        if (loud.log_level() == LogLevel::kOff) loud.with_log_level(LogLevel::kWarn);
-        core::Logger(loud).log(LogLevel::kWarn, first, s.to_string());
-        break;
+  {
+    Status local = caught([&]() -> Status {
+      core::fire_create_fault(faults, core::CreateStage::kTransports, topo.process);
+      transport::TransportOptions options;
+      options.abort = abort_flag.get();
+      options.token = token;
+      options.checksum = config.checksum();
+      if (config.intra_node_shared_memory())
+        for (std::size_t peer = 0; peer < world; ++peer)
+          options.unwatched_peers.push_back(topo.node_of_process[peer / per_process] == topo.node);
+      for (std::size_t d = 0; d < per_process; ++d) {
+        auto t = transport::make_ucx_transport(options);
+        RUCCL_TRY(t);
+        transports.push_back(std::move(t.value()));
       }
+      core::fire_create_fault(faults, core::CreateStage::kAddress, topo.process);
+      return Status::ok();
+    });
+    std::vector<std::byte> payload;
+    if (local) {
+      local = caught([&]() -> Status {
+        payload = pack(transports);
+        return Status::ok();
+      });
+    }
+    auto agreed = bootstrap::agree_outcome(*boot, local, payload, "creation (open transports)",
+                                           bootstrap::Wait::within(config.timeout()));
+    RUCCL_TRY(agreed);
+    for (std::size_t p = 0; p < agreed.value().size(); ++p)
+      RUCCL_TRY(unpack(agreed.value()[p], p, per_process, addresses));
   }
-  // Every process has connected before any goes on: a process that returned
-  // at once and destroyed its workers (create, then destroy) would otherwise
-  // pull the shared-memory segments from under peers still attaching to them.
-  // Agreeing on the outcome also fails creation everywhere if one connect did.
-  const Status everyone = bootstrap::agree_on(*boot, connected.is_ok() ? 1 : 0,
-                                              "connected UCX endpoints (1 yes, 0 no)",
-                                              ErrorCode::kPeerFailure);
-  RUCCL_TRY(connected);
-  RUCCL_TRY(everyone);
+
+  // 3. Connect and handshake, then agree that everyone did. Every process has
+  // connected before any goes on: a process that returned at once and
+  // destroyed its workers (create, then destroy) would otherwise pull the
+  // shared-memory segments from under peers still attaching to them.
+  {
+    const Status local = caught([&] {
+      return connect_and_handshake(transports, addresses, faults, topo.process, config, first);
+    });
+    auto agreed = bootstrap::agree_outcome(
+        *boot, local, {}, "creation (connect and handshake)",
+        bootstrap::Wait::within(local ? config.timeout() : std::min(config.timeout(), kGrace)));
+    if (!agreed && !local)  // say both: why this process failed, and who never came
+      return Status(local.code(), "creation (connect and handshake): " + local.message() + "; " +
+                                      agreed.status().message());
+    RUCCL_TRY(agreed);
+  }
   core::Logger logger(config);
   if (logger.enabled(LogLevel::kInfo)) {
     logger.log(LogLevel::kInfo, first,

@@ -9,6 +9,13 @@
 //                                    one good all-reduce (#0), then collective #1 where
 //                                    rank 1 deviates; every rank must get the typed error
 //   soak N                           N collectives of random kinds and sizes, checked
+//   create                           creation only: prints one CREATE line per process
+//                                    and ends (create_test.sh)
+// --invalid-config gives this process a Config that fails validate()
+// (segment_bytes 0): the other processes must learn of it through creation.
+//
+// Creation prints, on success and on failure alike, one line per process:
+//   CREATE rank=<MPI rank from the launcher's environment> status=<ErrorCode name> ms=<creation ms> msg="<message>"
 //
 // Every rank prints exactly one machine-readable line that the scripts parse:
 //   RESULT rank=<g> status=<ErrorCode name> ms=<ms> seq=<K> iters=<n> at=<epoch ms> msg="<message>"
@@ -58,7 +65,15 @@ struct Options {
   std::string dir;
   std::string mode;
   std::vector<std::string> args;
+  bool invalid_config = false;
 };
+
+// The launcher's rank of this process (the worker makes no MPI call of its own).
+const char* launcher_rank() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char* r = std::getenv(v)) return r;
+  return "?";
+}
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
@@ -396,12 +411,13 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--devices-per-process" && i + 1 < argc) opt.per_process = std::strtoul(argv[++i], nullptr, 10);
     else if (arg == "--dir" && i + 1 < argc) opt.dir = argv[++i];
+    else if (arg == "--invalid-config") opt.invalid_config = true;
     else break;
   }
   if (i >= argc || opt.per_process == 0) return usage();
   opt.mode = argv[i++];
   for (; i < argc; ++i) opt.args.push_back(argv[i]);
-  if (opt.mode != "allreduce-loop" && opt.mode != "soak" &&
+  if (opt.mode != "allreduce-loop" && opt.mode != "soak" && opt.mode != "create" &&
       !(opt.mode == "mismatch" && !opt.args.empty() && expected_mismatch(opt.args[0])))
     return usage();
 
@@ -409,10 +425,20 @@ int main(int argc, char** argv) {
   if (!config) { std::fprintf(stderr, "%s\n", config.status().to_string().c_str()); return 2; }
   std::vector<DeviceId> devices;
   for (std::size_t d = 0; d < opt.per_process; ++d) devices.push_back(host_device(d));
+  if (opt.invalid_config) config.value().with_segment_bytes(0);
+  const auto t0 = Clock::now();
   auto created = create_world_communicator(devices, config.value());
-  if (!created) {
-    std::fprintf(stderr, "create_world_communicator: %s\n", created.status().to_string().c_str());
-    return 1;
+  if (opt.mode == "create" || !created) {
+    const Status& s = created.status();
+    std::printf("CREATE rank=%s status=%s ms=%.0f msg=\"%s\"\n", launcher_rank(),
+                std::string(error_code_name(s.code())).c_str(), ms_since(t0),
+                quoted(s.message()).c_str());
+    std::fflush(stdout);
+    if (!created) {
+      std::fprintf(stderr, "create_world_communicator: %s\n", s.to_string().c_str());
+      return 1;
+    }
+    return 0;
   }
   std::shared_ptr<Communicator> comm = created.value();
   for (std::size_t d = 0; d < opt.per_process; ++d)

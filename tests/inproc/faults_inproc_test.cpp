@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +27,8 @@ namespace {
 using namespace std::chrono_literals;
 using core::FaultKind;
 using core::FaultPlan;
+using core::CreateStage;
+using core::fire_create_fault;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -128,6 +131,60 @@ TEST(FaultPlan, RejectsBadSpecsNamingTheFaultAndWhy) {
     EXPECT_EQ(plan.status().code(), ErrorCode::kInvalidArgument);
     EXPECT_TRUE(contains(plan.status().message(), std::string("'") + spec + "'"))
         << plan.status().to_string();
+    EXPECT_TRUE(contains(plan.status().message(), why)) << plan.status().to_string();
+  }
+}
+
+TEST(FaultPlan, ParsesCreateFaults) {
+  auto plan = FaultPlan::parse(
+      "create:stage=address,process=1; create:stage=handshake,process=3,action=throw;"
+      "create:stage=start,process=0,action=exit,code=9");
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  const auto& f = plan->faults();
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].kind, FaultKind::kCreate);
+  EXPECT_EQ(f[0].stage, CreateStage::kAddress);
+  EXPECT_EQ(f[0].process, 1u);
+  EXPECT_FALSE(f[0].throws);
+  EXPECT_EQ(f[0].exit_code, 1);
+  EXPECT_EQ(f[1].stage, CreateStage::kHandshake);
+  EXPECT_TRUE(f[1].throws);
+  EXPECT_EQ(f[2].exit_code, 9);
+  EXPECT_EQ(plan->find_create(CreateStage::kAddress, 1), &f[0]);
+  EXPECT_EQ(plan->find_create(CreateStage::kAddress, 0), nullptr);
+  EXPECT_EQ(plan->find_create(CreateStage::kConnect, 1), nullptr);
+  // Not a collective fault: no (rank, seq) finds it.
+  EXPECT_EQ(plan->find(FaultKind::kCreate, 1, 0), nullptr);
+  for (const char* stage : {"start", "transports", "address", "connect", "handshake", "agreed"})
+    EXPECT_TRUE(FaultPlan::parse(std::string("create:process=0,stage=") + stage).is_ok()) << stage;
+  // A throw reaches the caller as an exception naming the stage.
+  try {
+    fire_create_fault(*plan, CreateStage::kHandshake, 3);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_TRUE(contains(e.what(), "handshake")) << e.what();
+  }
+  fire_create_fault(*plan, CreateStage::kHandshake, 2);  // not this process: nothing
+}
+
+TEST(FaultPlan, RejectsBadCreateFaults) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"create:process=1", "stage"},
+      {"create:stage=address", "process"},
+      {"create:stage=later,process=1", "stage=later"},
+      {"create:stage=start,process=x", "process=x"},
+      {"create:stage=start,process=1,action=explode", "action=explode"},
+      {"create:stage=start,process=1,rank=1", "rank"},
+      {"create:stage=start,process=1,seq=1", "seq"},
+      {"create:stage=start,process=1,code=256", "code=256"},
+      {"create:stage=start,stage=connect,process=1", "twice"},
+      {"stall:rank=1,seq=1,stage=start", "stage"},
+  };
+  for (const auto& [spec, why] : bad) {
+    SCOPED_TRACE(spec);
+    auto plan = FaultPlan::parse(spec);
+    ASSERT_FALSE(plan.is_ok());
+    EXPECT_EQ(plan.status().code(), ErrorCode::kInvalidArgument);
     EXPECT_TRUE(contains(plan.status().message(), why)) << plan.status().to_string();
   }
 }
