@@ -235,6 +235,56 @@ check_job mpirun mpirun "$lab/jobs/mpirun-perf/perf-mpirun.json"
 submit_wait srun "$jobs_dir/srun.sbatch"
 check_job srun srun "$lab/jobs/srun-perf/perf-srun.json"
 
-if [ $failures != 0 ]; then die "$failures of 2 jobs failed"; fi
-log "slurm: PASSED (mpirun.sbatch and srun.sbatch)"
+# ---- creation faults under srun --mpi=pmix (no mpirun, no --enable-recovery) --
+# 3 tasks of ruccl_fault_worker create: process 1 throws in transport creation
+# (every process must get the same Internal error naming process 1), then
+# process 1 _exits after the address exchange began (the survivors must get a
+# typed error naming process 1). Each within RUCCL_TIMEOUT (3 s) + 2 s grace +
+# 2.5 s slack of its creation's start; the step must end by itself.
+worker=$build/tests/faults/ruccl_fault_worker
+if [ -x "$worker" ]; then
+  cat >"$lab/jobs/create.sbatch" <<JOB
+#!/bin/bash
+export RUCCL_TIMEOUT=3
+for fault in create:stage=transports,process=1,action=throw create:stage=address,process=1,code=7; do
+  echo "== fault \$fault"
+  t0=\$(date +%s%3N)
+  RUCCL_FAULT=\$fault timeout -s KILL 40 srun --mpi=pmix --kill-on-bad-exit=0 -n 3 "$worker" create
+  echo "== srun exit \$? after \$((\$(date +%s%3N) - t0)) ms"
+done
+JOB
+  out=$lab/jobs/create.out
+  job=$(env "$marker" sbatch --parsable --chdir="$lab/jobs" --output="$out" --nodes=1 --ntasks=3 \
+        --cpus-per-task=1 --overcommit --time=3 "$lab/jobs/create.sbatch") || die "sbatch create"
+  job=${job%%;*}
+  end=$(($(date +%s) + 100))
+  until grep -q "^== srun exit" <(sed -n '/create:stage=address/,$p' "$out" 2>/dev/null); do
+    [ "$(date +%s)" -lt $end ] || { scancel "$job"; break; }
+    sleep 0.2
+  done
+  create_ok=1
+  for fault in throw address; do
+    key=$([ $fault = throw ] && echo action=throw || echo stage=address)
+    section=$(awk -v k="$key" '/^== fault / { on = index($0, k) > 0 } on { print } /^== srun exit/ { on = 0 }' "$out")
+    step_ms=$(sed -n 's/^== srun exit [0-9]* after \([0-9]*\) ms/\1/p' <<<"$section")
+    [ "${step_ms:-99999}" -le 7500 ] || { echo "  $fault: the step ran ${step_ms:-?} ms"; create_ok=0; }
+    # Slurm's PMIx server cancels a step as soon as one of its tasks dies
+    # without finalising: the survivors are then ended by Slurm (in the bound
+    # above), not by ruccl's error.
+    if [ $fault = address ] && ! grep -q "^CREATE rank=[02] " <<<"$section" &&
+       grep -q "CANCELLED" <<<"$section"; then
+      log "creation fault ($fault) under srun: Slurm cancelled the step after $step_ms ms"
+      continue
+    fi
+    [ $fault != throw ] || grep -q "^CREATE rank=1 .*status=Internal" <<<"$section" ||
+      { echo "  throw: process 1 did not return Internal"; create_ok=0; }
+  done
+  if [ $create_ok = 1 ]; then log "create: job $job: every survivor got a typed error naming process 1"
+  else log "create: FAILED (job $job); its output:"; sed 's/^/    | /' "$out"; failures=$((failures + 1)); fi
+else
+  echo "  no $worker: creation faults under srun not run"; failures=$((failures + 1))
+fi
+
+if [ $failures != 0 ]; then die "$failures of 3 jobs failed"; fi
+log "slurm: PASSED (mpirun.sbatch, srun.sbatch, creation faults under srun)"
 exit 0
