@@ -276,6 +276,17 @@ JOB
       log "creation fault ($fault) under srun: Slurm cancelled the step after $step_ms ms"
       continue
     fi
+    for r in 0 2; do
+      line=$(grep "^CREATE rank=$r " <<<"$section" | head -1)
+      status=$(sed -n 's/.* status=\([^ ]*\).*/\1/p' <<<"$line")
+      ms=$(sed -n 's/.* ms=\([0-9]*\).*/\1/p' <<<"$line")
+      if [ -z "$line" ] || [ "$status" = Ok ] || ! grep -Eq "(process|rank) 1\b" <<<"$line" ||
+         [ "${ms:-99999}" -gt 7500 ]; then
+        echo "  $fault: rank $r: bad or missing CREATE line: ${line:-none}"; create_ok=0
+      else
+        log "creation fault ($fault) under srun: rank $r: $status after $ms ms"
+      fi
+    done
     [ $fault != throw ] || grep -q "^CREATE rank=1 .*status=Internal" <<<"$section" ||
       { echo "  throw: process 1 did not return Internal"; create_ok=0; }
   done
