@@ -281,8 +281,9 @@ std::vector<std::byte> pack(const std::vector<std::unique_ptr<transport::Transpo
 }
 
 // The job token: process 0 draws 128 bits from the OS random source and every
-// process receives them through the bootstrap. Every message header carries
-// it; a message with another token (from another job) is refused.
+// process receives them through the bootstrap. It is a key: the transports derive their header MACs and handshake
+// from it and never send it (transport/wire_header.hpp); a message or
+// handshake made without it (another job's, a forger's) is refused.
 Result<transport::JobToken> share_job_token(bootstrap::Bootstrap& boot) {
   transport::JobToken token{};
   std::vector<std::byte> mine;
