@@ -14,7 +14,15 @@ function(ruccl_find_optional part option result)
       find_package(PkgConfig QUIET)
       if(PkgConfig_FOUND)
         pkg_check_modules(UCX QUIET IMPORTED_TARGET ucx)
-        set(found ${UCX_FOUND})
+        # The transport's MACs (src/transport/wire_header.cpp) need libsodium.
+        pkg_check_modules(SODIUM QUIET IMPORTED_TARGET libsodium)
+        if(UCX_FOUND AND NOT SODIUM_FOUND)
+          message(STATUS "ruccl: UCX found but libsodium (pkg-config libsodium) is not: "
+                         "no UCX transport (install libsodium-dev)")
+        endif()
+        if(UCX_FOUND AND SODIUM_FOUND)
+          set(found TRUE)
+        endif()
       endif()
     elseif(part STREQUAL "CUDA")
       # Detected (and the language enabled) by ruccl_enable_cuda below.

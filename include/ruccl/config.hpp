@@ -75,8 +75,9 @@ class Config {
   LogLevel log_level() const { return log_level_; }
   const std::string& log_file() const { return log_file_; }
   // Non-empty (RUCCL_TRACE): each rank writes a Chrome/Perfetto trace (JSON)
-  // of its collectives and their phases to this path when the communicator is
-  // destroyed; %r = global rank, %h = host, %p = pid (without %r, ".rank<R>"
+  // of its collectives and their phases to this path, streamed while it runs
+  // (at most 256 spans per rank in memory) and closed, valid JSON, when the
+  // communicator is destroyed; %r = global rank, %h = host, %p = pid (without %r, ".rank<R>"
   // is appended so that ranks never share a file).
   const std::string& trace_file() const { return trace_file_; }
   // Between processes of one node (RUCCL_INTRA_NODE_TRANSPORT): true (shm, the

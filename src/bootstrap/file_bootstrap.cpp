@@ -6,6 +6,8 @@
 // kInternal at the entry points, so none crosses the Bootstrap interface.
 #include "bootstrap/file_bootstrap.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,12 +57,65 @@ std::string local_hostname() {
   return name;
 }
 
-// Writes `blob` to `path` so that readers see it whole or not at all.
+// Permissions. The blobs carry what a job shares at start-up, the job token
+// (a key) among it: every file is created 0600 (O_CREAT|O_EXCL, then fchmod,
+// whatever the umask) and every directory ruccl makes 0700. A job directory
+// that exists already must be a real directory (not a symlink) owned by this
+// user and writable by nobody else, or another user could read or plant blobs.
+
+// mkdir(path, 0700), then chmod 0700 should the umask have taken bits away;
+// an existing directory is left as it is (the caller checks it).
+Status make_private_directory(const fs::path& path) {
+  if (::mkdir(path.c_str(), 0700) == 0) {
+    if (::chmod(path.c_str(), 0700) != 0) return io_error("chmod 0700", path, errno);
+    return Status::ok();
+  }
+  if (errno == EEXIST) return Status::ok();
+  return io_error("create the directory", path, errno);
+}
+
+// kInvalidArgument unless `path` is a directory (not a link) of this user that
+// no group or other user may write.
+Status check_private_directory(const fs::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return io_error("inspect", path, errno);
+  auto refuse = [&](const std::string& why) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "file bootstrap: refusing the directory " + path.string() + ": " + why +
+                      "; the job's start-up data (its token among it) must stay private: give "
+                      "a directory only this user can write (ruccl creates a missing one 0700)");
+  };
+  if (S_ISLNK(st.st_mode)) return refuse("it is a symbolic link");
+  if (!S_ISDIR(st.st_mode)) return refuse("it is not a directory");
+  if (st.st_uid != ::geteuid())
+    return refuse("it is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+                  std::to_string(::geteuid()) + ")");
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return refuse(std::string("it is group- or world-writable (mode ") + mode + ")");
+  }
+  return Status::ok();
+}
+
+// Writes `blob` to `path` so that readers see it whole or not at all; the
+// file is 0600 from its creation on.
 Status write_atomically(const fs::path& path, std::span<const std::byte> blob) {
   fs::path tmp = path;
   tmp += ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return io_error("create", tmp, errno);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return io_error("create", tmp, errno);
+  if (::fchmod(fd, 0600) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return io_error("chmod 0600", tmp, error);
+  }
+  std::FILE* f = ::fdopen(fd, "wb");
+  if (f == nullptr) {
+    const int error = errno;
+    ::close(fd);
+    return io_error("open", tmp, error);
+  }
   bool ok = blob.empty() || std::fwrite(blob.data(), 1, blob.size(), f) == blob.size();
   const int write_error = errno;
   ok = std::fclose(f) == 0 && ok;
@@ -146,8 +201,7 @@ class FileBootstrap final : public Bootstrap {
     const auto deadline = wait.deadline;
     const auto started = Clock::now();
     std::error_code ec;
-    fs::create_directories(generation_dir(generation), ec);
-    if (ec) return io_error("create the directory", generation_dir(generation), ec.value());
+    RUCCL_TRY(make_private_directory(generation_dir(generation)));
     RUCCL_TRY(write_atomically(blob_path(generation, index_), blob));
 
     std::vector<std::size_t> missing;
@@ -219,9 +273,17 @@ Result<std::unique_ptr<Bootstrap>> file_bootstrap(std::string directory, std::si
     if (options.timeout.count() <= 0)
       return Status(ErrorCode::kInvalidArgument, "file bootstrap: the timeout must be positive");
     std::error_code ec;
-    const fs::path dir(directory);
-    fs::create_directories(dir, ec);
-    if (ec) return io_error("create the directory", dir, ec.value());
+    fs::path dir(directory);
+    while (dir.has_filename() == false && dir.has_parent_path() && dir != dir.root_path())
+      dir = dir.parent_path();  // "a/b/" names the directory "a/b"
+    // The parents are the caller's (default permissions); the job's own
+    // directory is private.
+    if (dir.has_parent_path() && !dir.parent_path().empty()) {
+      fs::create_directories(dir.parent_path(), ec);
+      if (ec) return io_error("create the directory", dir.parent_path(), ec.value());
+    }
+    RUCCL_TRY(make_private_directory(dir));
+    RUCCL_TRY(check_private_directory(dir));
     // Our index's blob of any generation means an earlier bootstrap (its last
     // generation's blobs stay): reading its blobs as ours would be wrong.
     for (const auto& entry : fs::directory_iterator(dir, ec)) {

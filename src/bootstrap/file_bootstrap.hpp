@@ -17,6 +17,11 @@
 // each deletes its own blob of g - 1; the last generation's blobs stay (the
 // directory belongs to the caller).
 //
+// Permissions. Blob files are created 0600, and the directory (when ruccl
+// creates it) and its generation directories 0700, whatever the umask: the
+// blobs carry the job token. A directory that is a symbolic link, is owned by
+// another user, or is group- or world-writable is refused (kInvalidArgument).
+//
 // Deadlines. Every call waits at most `timeout`; then it returns kTimeout
 // naming the indices whose blobs never appeared. Nothing blocks without a
 // deadline, so no abort is needed. A directory holds one bootstrap: creation
@@ -38,7 +43,7 @@ struct FileBootstrapOptions {
 };
 
 // Collective over the `processes` processes that pass the same `directory`
-// (created if missing); `process` is this one's index, 0 <= process < processes.
+// (created 0700 if missing, its parents with default permissions); `process` is this one's index, 0 <= process < processes.
 // Topology::process is the position in (node, index) order, which differs from
 // `process` when the indices of one node are not contiguous.
 Result<std::unique_ptr<Bootstrap>> file_bootstrap(std::string directory, std::size_t process,

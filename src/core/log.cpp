@@ -69,7 +69,25 @@ void Logger::log(LogLevel level, std::size_t rank, const std::string& message) n
 }
 
 Tracer::Tracer(std::string pattern, std::size_t first_rank, std::size_t local_ranks)
-    : pattern_(std::move(pattern)), first_(first_rank), spans_(local_ranks) {}
+    : ranks_(local_ranks) {
+  for (std::size_t local = 0; local < ranks_.size(); ++local) {
+    Rank& r = ranks_[local];
+    r.rank = first_rank + local;
+    r.held.reserve(kHeldSpans);
+    std::string path = expand_path(pattern, r.rank);
+    if (pattern.find("%r") == std::string::npos) path += ".rank" + std::to_string(r.rank);
+    r.file = std::fopen(path.c_str(), "w");
+    if (!r.file) {
+      std::fprintf(stderr, "ruccl: cannot write the trace %s: %s (its spans are dropped)\n",
+                   path.c_str(), std::strerror(errno));
+      continue;
+    }
+    std::fprintf(r.file, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+    std::fprintf(r.file,
+                 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%zu,\"args\":{\"name\":\"ruccl rank %zu\"}}",
+                 r.rank, r.rank);
+  }
+}
 
 std::int64_t Tracer::now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -78,33 +96,34 @@ std::int64_t Tracer::now_us() {
 }
 
 void Tracer::add(std::size_t local, TraceSpan span) {
-  if (local < spans_.size()) spans_[local].push_back(std::move(span));
+  if (local >= ranks_.size()) return;
+  Rank& r = ranks_[local];
+  r.held.push_back(std::move(span));
+  if (r.held.size() >= kHeldSpans) flush(r);
 }
 
-Tracer::~Tracer() {
-  for (std::size_t local = 0; local < spans_.size(); ++local) {
-    const std::size_t rank = first_ + local;
-    std::string path = expand_path(pattern_, rank);
-    if (pattern_.find("%r") == std::string::npos) path += ".rank" + std::to_string(rank);
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (!f) {
-      std::fprintf(stderr, "ruccl: cannot write the trace %s: %s\n", path.c_str(),
-                   std::strerror(errno));
-      continue;
-    }
-    std::fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    std::fprintf(f,
-                 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%zu,\"args\":{\"name\":\"ruccl rank %zu\"}}",
-                 rank, rank);
-    for (const TraceSpan& s : spans_[local]) {
-      std::fprintf(f,
+void Tracer::flush(Rank& r) {
+  if (r.file) {
+    for (const TraceSpan& s : r.held) {
+      std::fprintf(r.file,
                    ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%lld,\"dur\":%lld,"
                    "\"pid\":%zu,\"tid\":%zu,\"args\":{%s}}",
                    json_escape(s.name).c_str(), s.category, static_cast<long long>(s.begin_us),
-                   static_cast<long long>(s.duration_us), rank, rank, s.args.c_str());
+                   static_cast<long long>(s.duration_us), r.rank, r.rank, s.args.c_str());
     }
-    std::fprintf(f, "\n]}\n");
-    std::fclose(f);
+    r.written += r.held.size();
+  }
+  r.held.clear();  // keeps the capacity: no allocation on the next kHeldSpans
+}
+
+Tracer::~Tracer() {
+  for (Rank& r : ranks_) {
+    flush(r);
+    if (!r.file) continue;
+    std::fprintf(r.file, "\n]}\n");
+    if (std::fclose(r.file) != 0)
+      std::fprintf(stderr, "ruccl: writing the trace of rank %zu failed: %s\n", r.rank,
+                   std::strerror(errno));
   }
 }
 

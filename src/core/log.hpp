@@ -49,22 +49,38 @@ struct TraceSpan {
   std::string args;  // JSON object members, e.g. "\"seq\":3,\"bytes\":1024"
 };
 
-// Per-rank span buffers of one communicator, written as one JSON file per rank
-// at destruction. Each rank's buffer is touched by that rank's thread only.
+// Per-rank trace files of one communicator, streamed: each rank's spans wait
+// in a buffer of at most kHeldSpans, written to that rank's file (opened at
+// construction) whenever the buffer fills, and the rest with the closing
+// bracket at destruction. Memory stays bounded on a job of any length; the
+// file is valid JSON once the tracer is gone. Each rank's buffer and file are
+// touched by that rank's thread only.
 class Tracer {
  public:
+  static constexpr std::size_t kHeldSpans = 256;
+
   Tracer(std::string pattern, std::size_t first_rank, std::size_t local_ranks);
-  ~Tracer();  // writes the files (errors go to stderr: a destructor cannot return them)
+  ~Tracer();  // writes the rest and closes the files (errors go to stderr)
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
 
   static std::int64_t now_us();
   void add(std::size_t local, TraceSpan span);
 
+  // Spans of `local` held in memory now (at most kHeldSpans), and written so far.
+  std::size_t held(std::size_t local) const { return local < ranks_.size() ? ranks_[local].held.size() : 0; }
+  std::size_t written(std::size_t local) const { return local < ranks_.size() ? ranks_[local].written : 0; }
+
  private:
-  const std::string pattern_;
-  const std::size_t first_;
-  std::vector<std::vector<TraceSpan>> spans_;
+  struct Rank {
+    std::vector<TraceSpan> held;  // capacity kHeldSpans, reused
+    std::FILE* file = nullptr;    // null: could not be opened (spans are dropped)
+    std::size_t rank = 0;
+    std::size_t written = 0;
+  };
+  void flush(Rank& r);
+
+  std::vector<Rank> ranks_;
 };
 
 // A span from construction to finish() or destruction; a no-op without tracer.

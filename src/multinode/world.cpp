@@ -295,8 +295,8 @@ class WorldSpanning final : public core::Spanning {
 //      settings every process must share (shared_settings), process 0's job token;
 //   2. "open transports": one UCX transport per local device; the payload is
 //      their addresses (the address exchange);
-//   3. "connect and handshake": endpoints to every rank, the job-token
-//      handshake, then the outcome. After a local failure (a peer that died
+//   3. "connect and handshake": endpoints to every rank, the challenge-response
+//      handshake (keyed by the job token), then the outcome. After a local failure (a peer that died
 //      mid-handshake, typically) the agreement waits only kGrace: the others
 //      failed at about the same time, and the dead one never comes.
 // RUCCL_FAULT's create faults (core/fault.hpp) exit or throw at each stage.
@@ -347,8 +347,10 @@ std::vector<Setting> shared_settings(std::size_t per_process, bool cuda, const C
 }
 
 // The job token: process 0 draws 128 bits from the OS random source; they ride
-// on step 1. Every message header carries it; a message with another token
-// (from another job) is refused.
+// on step 1 (through the bootstrap, never over UCX). It is a key: the
+// transports derive their header MACs and handshake from it and never send it
+// (transport/wire_header.hpp); a message or handshake made without it
+// (another job's, a forger's) is refused.
 Status draw_token(transport::JobToken& token) {
   std::size_t got = 0;
   while (got < token.size()) {

@@ -139,26 +139,9 @@ Status UcxTransport::run_exchange(std::span<const SendOp> sends, std::span<const
   });
 }
 
-// ---- handshake and failure notices -----------------------------------------------
+// ---- failure notices -----------------------------------------------
 
-Status UcxTransport::handshake(Clock::time_point deadline) {
-  if (!connect_called_) return Status(ErrorCode::kInvalidArgument, "handshake before connect");
-  if (!self_known_)
-    return Status(ErrorCode::kInvalidArgument,
-                  "handshake: this transport's own address is not among the peers");
-  std::vector<SendOp> sends;
-  std::vector<RecvOp> recvs;
-  const auto me = static_cast<std::uint32_t>(self_);
-  for (std::size_t peer = 0; peer < endpoints_.size(); ++peer) {
-    if (peer == self_) continue;
-    const auto p = static_cast<std::uint32_t>(peer);
-    sends.push_back({peer, nullptr, 0, make_tag({kHelloComm, 0, 0, me, 0})});
-    recvs.push_back({peer, nullptr, 0, make_tag({kHelloComm, 0, 0, p, 0})});
-  }
-  const Status status = run_exchange(sends, recvs, deadline, WireKind::kHello);
-  if (!status) return status.with_context("connection handshake");
-  return status;
-}
+// (The connection handshake is in ucx_transport.cpp.)
 
 void UcxTransport::post_notice_receive() {
   notice_buffer_.resize(kWireHeaderBytes + kNoticeText + 1);
@@ -187,8 +170,9 @@ Status UcxTransport::notice() {
     expect.src = f.src;
     expect.check_seq = false;
     expect.bytes = info.length - kWireHeaderBytes;
-    expect.token = options_.token;
-    auto header = read_header(std::span(notice_buffer_.data(), info.length), expect);
+    expect.dst = static_cast<std::uint32_t>(self_);
+    expect.check_dst = self_known_;
+    auto header = read_header(std::span(notice_buffer_.data(), info.length), expect, keys_);
     if (header && check_payload(header.value(), notice_buffer_.data() + kWireHeaderBytes,
                                 expect.bytes)) {
       const auto* text = reinterpret_cast<const char*>(notice_buffer_.data() + kWireHeaderBytes);
@@ -299,11 +283,11 @@ void ExchangeRun::post_send_op(const SendOp& op, std::size_t at) {
   h.step = f.step;
   h.piece = f.piece;
   h.bytes = op.bytes;
-  h.token = t_.options_.token;
+  h.dst = static_cast<std::uint32_t>(op.peer);
   if (t_.options_.checksum) h.checksum = payload_checksum(op.data, op.bytes);
   else h.kind |= kNoChecksum;
   std::byte* header = frame(at);
-  write_header(h, std::span<std::byte, kWireHeaderBytes>(header, kWireHeaderBytes));
+  write_header(h, t_.keys_, std::span<std::byte, kWireHeaderBytes>(header, kWireHeaderBytes));
   const void* payload = op.data;
   if (is_inline(op.bytes) || op.fault == SendFault::kCorrupt) {
     if (op.bytes > 0) std::memcpy(header + kWireHeaderBytes, op.data, op.bytes);
@@ -372,9 +356,10 @@ Status ExchangeRun::check_frames(std::span<const RecvOp> recvs) {
     expect.piece = tag.piece;
     expect.bytes = op.received == nullptr ? op.bytes
                                           : messages_[f.message].received - kWireHeaderBytes;
-    expect.token = t_.options_.token;
+    expect.dst = static_cast<std::uint32_t>(t_.self_);
+    expect.check_dst = t_.self_known_;
     const std::size_t length = kWireHeaderBytes + (f.inline_payload ? expect.bytes : 0);
-    auto header = read_header(std::span<const std::byte>(frame(f.at), length), expect);
+    auto header = read_header(std::span<const std::byte>(frame(f.at), length), expect, t_.keys_);
     auto which = [&] {  // built only for an error: this runs for every message
       return "recv from rank " + std::to_string(op.peer) + " tag " + tag_string(op.tag);
     };

@@ -97,17 +97,18 @@ class Transport {
   virtual Status connect(const std::vector<std::vector<std::byte>>& addresses,
                          Clock::time_point deadline) = 0;
 
-  // Connection handshake, after connect(): every peer (but this rank) is sent
-  // a hello carrying the job token, and one is awaited from each. A hello with
-  // another token (a process of another job that got hold of an address) is
-  // kProtocolError naming the peer and both tokens. Blocking; every
-  // peer must call it too. Optional (tests that connect peers one by one on a
-  // single thread skip it; the token is checked on every message anyway).
+  // Connection handshake, after connect(): a challenge-response with every
+  // peer (but this rank) under a key derived from the job token, which never
+  // travels (ucx_transport.cpp). A peer without the token (a process of another
+  // job that got hold of an address, or a forger) is kProtocolError naming the
+  // peer. Blocking; every peer must call it too. Optional (tests that connect
+  // peers one by one on a single thread skip it; every header is MAC'ed anyway).
   virtual Status handshake(Clock::time_point deadline) = 0;
 
   // Posts every receive, then every send, then progresses until all complete.
-  // Every message travels with a header (wire_header.hpp: job token, full
-  // sequence number, size, payload checksum), checked before exchange returns.
+  // Every message travels with a header (wire_header.hpp: full sequence number,
+  // size, payload checksum, key id and a MAC under the job's key), checked
+  // before exchange returns.
   // Errors (outstanding requests are cancelled before it returns):
   //   kShapeMismatch  a message of another size than expected arrived,
   //   kProtocolError  a header or payload failed validation (names the check),
@@ -161,8 +162,9 @@ struct TransportOptions {
   // flush-closes the endpoint (bounded) instead of force-closing it. Empty:
   // every peer is watched.
   std::vector<bool> unwatched_peers;
-  // This job's token (drawn by process 0 at bootstrap): carried by every
-  // header and checked on every message received.
+  // This job's token (drawn by process 0 at bootstrap): a key. The transport
+  // derives its MAC keys from it (wire_header.hpp) and forgets it; it is never
+  // sent.
   JobToken token{};
   // Payload checksums (RUCCL_CHECKSUM): computed by senders, checked by
   // receivers. Off: headers are still checked, payloads are not.

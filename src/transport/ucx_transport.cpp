@@ -33,9 +33,12 @@ Result<std::unique_ptr<Transport>> UcxTransport::create(TransportOptions options
 UcxTransport::UcxTransport(TransportOptions options, Context context, Worker worker,
                            std::vector<std::byte> address)
     : options_(options),
+      keys_(options.token),
       context_(std::move(context)),
       worker_(std::move(worker)),
-      address_(std::move(address)) {}
+      address_(std::move(address)) {
+  options_.token = {};  // only the keys derived from it stay
+}
 
 UcxTransport::~UcxTransport() {
   // The notice receive points into notice_buffer_: cancel it while the worker
@@ -123,6 +126,64 @@ Status UcxTransport::do_connect(const std::vector<std::vector<std::byte>>& addre
   }
   post_notice_receive();
   return Status::ok();
+}
+
+// ---- connection handshake ------------------------------------------------------
+//
+// Challenge-response under the job's handshake key; the token never travels.
+//   Round 1 (hello step 0): this rank sends every peer p a fresh random nonce
+//     n(me->p) and receives n(p->me).
+//   Round 2 (hello step 1): it answers p with
+//     handshake_answer(challenge n(p->me), own n(me->p), responder me, challenger p)
+//     and checks p's answer against the same function with the roles swapped.
+// Only a holder of this job's token can answer. The nonces are fresh on every
+// connection and the ranks enter in order, so an answer recorded on another
+// connection, sent to another rank or reflected back does not match. Both
+// rounds' headers carry the header MAC and key id as well: a process of
+// another job is refused in round 1 already ("comes from another job").
+
+Status UcxTransport::handshake(Clock::time_point deadline) {
+  return without_exceptions("connection handshake", [&]() -> Status {
+    if (!connect_called_) return Status(ErrorCode::kInvalidArgument, "handshake before connect");
+    if (!self_known_)
+      return Status(ErrorCode::kInvalidArgument,
+                    "handshake: this transport's own address is not among the peers");
+    const std::size_t n = endpoints_.size();
+    const auto me = static_cast<std::uint32_t>(self_);
+    std::vector<WireKeys::Nonce> mine(n), theirs(n);
+    std::vector<WireKeys::Answer> answers(n), heard(n);
+    auto round = [&](std::uint32_t step, auto& out, auto& in) {
+      std::vector<SendOp> sends;
+      std::vector<RecvOp> recvs;
+      for (std::size_t peer = 0; peer < n; ++peer) {
+        if (peer == self_) continue;
+        const auto p = static_cast<std::uint32_t>(peer);
+        sends.push_back({peer, out[peer].data(), out[peer].size(),
+                         make_tag({kHelloComm, 0, step, me, 0})});
+        recvs.push_back({peer, in[peer].data(), in[peer].size(),
+                         make_tag({kHelloComm, 0, step, p, 0})});
+      }
+      return run_exchange(sends, recvs, deadline, WireKind::kHello);
+    };
+    for (std::size_t peer = 0; peer < n; ++peer) mine[peer] = WireKeys::fresh_nonce();
+    if (Status s = round(0, mine, theirs); !s) return s.with_context("connection handshake");
+    for (std::size_t peer = 0; peer < n; ++peer) {
+      if (peer == self_) continue;
+      answers[peer] =
+          keys_.handshake_answer(theirs[peer], mine[peer], me, static_cast<std::uint32_t>(peer));
+    }
+    if (Status s = round(1, answers, heard); !s) return s.with_context("connection handshake");
+    for (std::size_t peer = 0; peer < n; ++peer) {
+      if (peer == self_) continue;
+      const auto p = static_cast<std::uint32_t>(peer);
+      if (!WireKeys::same(heard[peer], keys_.handshake_answer(mine[peer], theirs[peer], p, me)))
+        return Status(ErrorCode::kProtocolError,
+                      "connection handshake: rank " + std::to_string(peer) +
+                          " answered this rank's challenge wrongly: it does not hold this "
+                          "job's token (another job, or a forger); refused");
+    }
+    return Status::ok();
+  });
 }
 
 // ---- capabilities and lanes ----------------------------------------------------

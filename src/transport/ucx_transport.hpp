@@ -117,6 +117,7 @@ class UcxTransport final : public Transport {
   // In dependency order: health_ is the error callback's target and must
   // outlive the worker; the endpoints need the worker, the worker the context.
   TransportOptions options_;
+  WireKeys keys_;                   // derived from options_.token (wire_header.hpp)
   std::vector<PeerHealth> health_;  // sized once, in connect(): never reallocated
   std::vector<std::byte> notice_buffer_;  // the notice receive's target: outlives the worker
   Context context_;

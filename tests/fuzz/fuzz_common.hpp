@@ -13,9 +13,20 @@
 namespace ruccl::fuzz {
 
 // Input layout of fuzz_wire_header: byte 0 = mode, the rest = the message.
-// Mode bit 0: repair the header's own checksum first, so that the fuzzer
-// reaches the field checks behind it instead of stopping at the checksum.
+// Mode bit 0: repair the header's key id and MAC first (under fuzz_keys()),
+// so that the fuzzer reaches the field checks behind them instead of stopping
+// at the MAC.
 inline constexpr std::uint8_t kRepairHeaderCheck = 1;
+
+// The job key the fuzzed headers are checked under (a fixed token).
+inline const transport::WireKeys& fuzz_keys() {
+  static const transport::WireKeys keys = [] {
+    transport::JobToken token{};
+    for (std::size_t i = 0; i < token.size(); ++i) token[i] = static_cast<std::uint8_t>(i * 7);
+    return transport::WireKeys(token);
+  }();
+  return keys;
+}
 
 inline transport::WireExpect expect_for(std::size_t message_bytes) {
   transport::WireExpect e;
@@ -28,7 +39,7 @@ inline transport::WireExpect expect_for(std::size_t message_bytes) {
   e.bytes = message_bytes > transport::kWireHeaderBytes
                 ? message_bytes - transport::kWireHeaderBytes
                 : 0;
-  for (std::size_t i = 0; i < e.token.size(); ++i) e.token[i] = static_cast<std::uint8_t>(i * 7);
+  e.dst = 6;
   return e;
 }
 

@@ -65,13 +65,13 @@ int main(int argc, char** argv) {
     h.step = e.step;
     h.piece = e.piece;
     h.bytes = payload;
-    h.token = e.token;
+    h.dst = e.dst;
     std::vector<std::byte> message(1 + transport::kWireHeaderBytes + payload);
     for (std::size_t i = 0; i < payload; ++i)
       message[1 + transport::kWireHeaderBytes + i] = static_cast<std::byte>(i * 13);
     h.checksum = transport::payload_checksum(message.data() + 1 + transport::kWireHeaderBytes, payload);
     transport::write_header(
-        h, std::span<std::byte, transport::kWireHeaderBytes>(message.data() + 1,
+        h, fuzz::fuzz_keys(), std::span<std::byte, transport::kWireHeaderBytes>(message.data() + 1,
                                                              transport::kWireHeaderBytes));
     for (std::uint8_t mode : {0, 1}) {
       message[0] = static_cast<std::byte>(mode);

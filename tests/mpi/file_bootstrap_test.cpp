@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,6 +184,66 @@ TEST(FileBootstrap, BadArgumentsAndAReusedDirectory) {
   EXPECT_EQ(again.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(again.status().message().find("fresh directory"), std::string::npos)
       << again.status().to_string();
+}
+
+unsigned mode_of(const fs::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 0xFFFF;
+  return st.st_mode & 07777;
+}
+
+// The blobs carry the job token: files 0600 and directories 0700 whatever the
+// umask (0 here: the most permissive), and a directory others could write, a
+// symbolic link or another user's directory refused.
+TEST(FileBootstrap, FilesArePrivateAndUnsafeDirectoriesAreRefused) {
+  TempDir dir;
+  const mode_t old_umask = ::umask(0);
+  const fs::path job = dir.path / "parent" / "job";
+  {
+    auto boot = file_bootstrap(job.string() + "/", 0, 1, {.timeout = 1s, .hostname = ""});
+    ASSERT_TRUE(boot.is_ok()) << boot.status().to_string();
+    ASSERT_TRUE((*boot)->all_gather(bytes_of("secret")).is_ok());
+  }
+  ::umask(old_umask);
+  EXPECT_EQ(mode_of(job), 0700u);
+  std::size_t files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(job)) {
+    if (entry.is_directory()) {
+      EXPECT_EQ(mode_of(entry.path()), 0700u) << entry.path();
+    } else {
+      EXPECT_EQ(mode_of(entry.path()), 0600u) << entry.path();
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 1u);
+
+  auto refused = [](const fs::path& path, const std::string& says) {
+    auto boot = file_bootstrap(path.string(), 0, 1, {.timeout = 1s, .hostname = ""});
+    ASSERT_FALSE(boot.is_ok()) << path << " was accepted";
+    EXPECT_EQ(boot.status().code(), ErrorCode::kInvalidArgument) << boot.status().to_string();
+    EXPECT_NE(boot.status().message().find(says), std::string::npos) << boot.status().to_string();
+    EXPECT_FALSE(fs::exists(path / "0" / "0.blob")) << "a blob was written into " << path;
+  };
+  const fs::path shared = dir.path / "shared";
+  fs::create_directory(shared);
+  fs::permissions(shared, fs::perms::all);  // 0777, as a shared /tmp-like directory
+  refused(shared, "group- or world-writable (mode 0777)");
+  const fs::path group = dir.path / "group";
+  fs::create_directory(group);
+  fs::permissions(group, fs::perms::owner_all | fs::perms::group_all);  // 0770
+  refused(group, "group- or world-writable (mode 0770)");
+  const fs::path link = dir.path / "link";
+  fs::create_directory(dir.path / "target");
+  fs::permissions(dir.path / "target", fs::perms::owner_all);
+  fs::create_directory_symlink(dir.path / "target", link);
+  refused(link, "symbolic link");
+  if (::geteuid() == 0) {  // root can hand a directory to another uid
+    const fs::path other = dir.path / "other";
+    fs::create_directory(other);
+    fs::permissions(other, fs::perms::owner_all);
+    ASSERT_EQ(::chown(other.c_str(), 4321, static_cast<gid_t>(-1)), 0);
+    refused(other, "owned by uid 4321");
+  }
 }
 
 #ifdef RUCCL_TEST_FILE_WORLD

@@ -19,7 +19,9 @@
 //
 //   refuse      each job keeps its own token: the handshake must fail with
 //               kProtocolError saying the hello comes from another job, is
-//               refused, and naming this job's token. Exit 0 only then.
+//               refused, naming the peer's rank, and not naming this job's
+//               token (a key: it never travels nor appears in a message).
+//               Exit 0 only then.
 //   same-token  the control: B takes A's token (A writes <dir>/A.token), so
 //               both are "one job". The handshake must succeed and one small
 //               exchange must deliver checked data, which shows that refusal
@@ -199,10 +201,12 @@ int probe_main(int argc, char** argv) {
   if (probe.same_token) {
     expected = status.is_ok();
   } else {
-    // Refused for the right reason: the other job's token, named as such,
-    // with this job's token in the message.
+    // Refused for the right reason: the other job's key, named as such, with
+    // the peer's rank; and the token (a key) nowhere in the message.
+    const std::string peer_rank = "rank " + std::string(probe.role == "A" ? "1" : "0");
     expected = status.code() == ErrorCode::kProtocolError && contains(msg, "another job") &&
-               contains(msg, "refused") && contains(msg, token_hex(used));
+               contains(msg, "refused") && contains(msg, peer_rank) &&
+               !contains(msg, token_hex(used));
   }
   std::printf("TOKEN role=%s token=%s\n", probe.role.c_str(), token_hex(used).c_str());
   std::printf("RESULT role=%s mode=%s status=%s expected=%s msg=\"%s\"\n", probe.role.c_str(),

@@ -7,8 +7,10 @@
 # rank 0), meeting only through address files in a fresh directory; see
 # job_token_probe.cpp.
 #   refuse      both jobs must print status=ProtocolError with a message that
-#               says "another job" and "refused" (the probe checks that too
-#               and exits non-zero otherwise), and their tokens must differ;
+#               says "another job" and "refused" and names the peer (the probe
+#               checks that too and exits non-zero otherwise), their tokens
+#               must differ, and neither token may appear in either job's
+#               output besides its own TOKEN line (the token is a key);
 #   same-token  the control: B uses A's token, so the same set-up must give
 #               status=Ok and a checked exchange on both sides.
 # Each job runs under a hard `timeout -s KILL` (the probe's own waits end it in
@@ -56,6 +58,9 @@ run_case() {
   if [ -z "$token_a" ] || [ -z "$token_b" ]; then failed=1
   elif [ "$mode" = refuse ] && [ "$token_a" = "$token_b" ]; then
     echo "$mode: both jobs drew the same token"; failed=1
+  elif [ "$mode" = refuse ] &&
+       grep -v '^TOKEN ' "$dir/A.out" "$dir/B.out" | grep -q -e "$token_a" -e "$token_b"; then
+    echo "$mode: a job token appears in the jobs' messages"; failed=1
   elif [ "$mode" = same-token ] && [ "$token_a" != "$token_b" ]; then
     echo "$mode: B did not take A's token"; failed=1
   fi
