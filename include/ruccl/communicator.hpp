@@ -142,7 +142,12 @@ class Communicator {
                            std::vector<std::size_t>& recv_counts, CallOptions = {});
 
   // Wakes every blocked rank with kAborted and makes every later call fail with
-  // kAborted. Returns at once; never waits for the blocked ranks.
+  // kAborted. Never waits for the blocked ranks. Across processes, the ranks of
+  // other processes get kAborted at once too ("rank R aborted the communicator
+  // in|before collective #S: <reason>"): each local rank's transport sends a
+  // failure notice, from this thread when that rank is not inside a transport
+  // call (bounded: at most ~0.5 s per local rank, a few ms normally), else from
+  // the rank's own thread as its call returns. Any thread, any time.
   void abort(std::string reason);
   bool aborted() const;
   // Sequence number of the next collective `rank` will call (0 first).

@@ -79,6 +79,8 @@ struct Communicator::Impl {
   };
   std::vector<StagingSlot> staging{devices.size()};
   std::atomic<bool> user_aborted{false};  // abort() was called: kAborted is no failure to dump
+  // Per rank: inside a call (its collective is next_seq - 1), for abort()'s notice.
+  std::vector<std::atomic<bool>> in_call = std::vector<std::atomic<bool>>(devices.size());
 };
 
 void Communicator::Impl::stall_if_planned(std::size_t rank, std::uint64_t seq) {
@@ -106,8 +108,18 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
                       std::to_string(first) + ".." + std::to_string(first + devices.size() - 1) +
                       " of a world of " + std::to_string(world) + ")");
   const std::size_t local = rank - first;
-  if (auto broken = rendezvous.broken()) return *broken;
+  if (auto broken = rendezvous.broken()) {
+    // Ranks in other processes may wait on this one's collective: tell them
+    // (once per transport; nothing when abort() or a notice told them already).
+    if (spanning) spanning->failed(local, next_seq[local].load(), *broken);
+    return *broken;
+  }
   const std::uint64_t seq = next_seq[local].fetch_add(1);
+  in_call[local].store(true);
+  struct Leave {
+    std::atomic<bool>& flag;
+    ~Leave() { flag.store(false); }
+  } leave{in_call[local]};
   const std::string_view kind = collective_name(req.kind);
   // (Names and arguments are built only when tracing: this runs per collective.)
   core::ScopedSpan span(
@@ -198,6 +210,9 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
     // alike): ranks in other processes may be blocked on this one. Tell them.
     if (spanning && !outcome.is_ok()) spanning->failed(local, seq, outcome.status());
   }
+  // A rank that failed to arrive (aborted, timed out, the group broken) was
+  // not told by the transport: its peers in other processes may wait on it.
+  if (spanning && !generation.is_ok()) spanning->failed(local, seq, generation.status());
   // A rank that failed to arrive never joined the generation: nothing to depart.
   if (generation.is_ok()) rendezvous.depart(local);
   if (auto dumped = recorder.end(local, outcome.status(), user_aborted.load())) {
@@ -270,7 +285,22 @@ const Config& Communicator::config() const { return impl_->config; }
 
 void Communicator::abort(std::string reason) {
   impl_->user_aborted.store(true);
-  if (impl_->spanning) impl_->spanning->abort();
+  if (impl_->spanning) {
+    // Every local rank's notice names it and its collective (the one it is
+    // in, else the next): that is what its peers in other processes wait on.
+    std::vector<std::pair<std::uint64_t, Status>> notices;
+    for (std::size_t local = 0; local < impl_->devices.size(); ++local) {
+      const std::uint64_t next = impl_->next_seq[local].load();
+      const bool busy = impl_->in_call[local].load() && next > 0;
+      const std::uint64_t seq = busy ? next - 1 : next;
+      notices.emplace_back(seq, Status(ErrorCode::kAborted,
+                                       "rank " + std::to_string(impl_->first + local) +
+                                           " aborted the communicator " +
+                                           (busy ? "in" : "before") + " collective #" +
+                                           std::to_string(seq) + ": " + reason));
+    }
+    impl_->spanning->abort(notices);
+  }
   impl_->rendezvous.abort(Status(ErrorCode::kAborted, std::move(reason)));
 }
 bool Communicator::aborted() const { return impl_->rendezvous.broken().has_value(); }

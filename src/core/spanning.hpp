@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "core/fingerprint.hpp"
 #include "ring/rank_run.hpp"
@@ -33,8 +35,12 @@ struct Executors {
 class Spanning {
  public:
   virtual ~Spanning() = default;
-  // Communicator::abort: blocked waits outside this process return kAborted.
-  virtual void abort() = 0;
+  // Communicator::abort: tells the ranks in other processes, then makes every
+  // blocked wait outside this process return kAborted. notices[local] is local
+  // rank `local`'s failure notice: the collective it is in (or calls next) and
+  // the error its peers get. May be called from any thread at any time; waits
+  // at most a short bound per idle local rank (transport.hpp, abort_notify).
+  virtual void abort(const std::vector<std::pair<std::uint64_t, Status>>& notices) = 0;
   virtual std::size_t first_rank() const = 0;  // global rank of this process's local index 0
   virtual std::size_t world() const = 0;       // ranks in all processes
   // Exchanges local rank `local`'s request with every rank and runs agree()

@@ -78,8 +78,15 @@ class WorldSpanning final : public core::Spanning {
     transports_.clear();  // before the bootstrap, which may finalise MPI
   }
 
-  // Makes every blocked exchange of every local transport return kAborted.
-  void abort() override { abort_flag_->store(true); }
+  // Each local transport sends its abort notice (at once when idle, else at
+  // the end of the call in progress), then every blocked exchange of every
+  // local transport returns kAborted. The notices are recorded before the
+  // flag wakes the exchanges, so that those send the abort's text too.
+  void abort(const std::vector<std::pair<std::uint64_t, Status>>& notices) override {
+    for (std::size_t local = 0; local < transports_.size() && local < notices.size(); ++local)
+      transports_[local]->abort_notify(notices[local].first, notices[local].second);
+    abort_flag_->store(true);
+  }
   std::size_t first_rank() const override { return first_; }
   std::size_t world() const override { return world_; }
 

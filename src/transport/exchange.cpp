@@ -24,7 +24,13 @@
 //     receives; a send cannot be cancelled in UCX 1.13, so its endpoint is
 //     force-closed (the send completes with UCS_ERR_CANCELED and the peer is
 //     unusable afterwards). Receives that were already matched and are still
-//     arriving get the same treatment after a short grace.
+//     arriving get the same treatment after a short grace. What UCX still has
+//     not finished after that is abandoned, and the transport is sealed: no
+//     progress ever again, so no abandoned request touches the caller's
+//     memory after exchange returned (transport.hpp, Ownership).
+//  5. A failed exchange tells the peers (a failure notice, before cancelling:
+//     cancelling may cut a peer that is alive and waits on this rank), also
+//     when it failed before posting anything (aborted, a peer unusable).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -55,6 +61,7 @@ std::uint64_t header_tag(std::uint64_t tag) {
 constexpr auto kCancelGrace = std::chrono::milliseconds(100);
 constexpr std::size_t kRareChecksEvery = 8;  // progress rounds between failure/deadline checks
 constexpr auto kDrainBound = std::chrono::seconds(2);
+constexpr std::size_t kSettleRounds = 16;  // progress calls before the completion's notice check
 
 }  // namespace
 
@@ -119,14 +126,22 @@ class ExchangeRun {
 
 Status UcxTransport::exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                               Clock::time_point deadline) {
+  Claim claim(*this);
+  if (!claim)  // another thread sends the abort notice (abort_flag is set too)
+    return Status(ErrorCode::kAborted, "exchange: aborted (the abort notice is being sent)");
   const Status status = run_exchange(sends, recvs, deadline, WireKind::kData);
   // Tell the peers, unless this was a misuse (nothing was posted) or the
   // failure is one a peer already reported (every peer got that notice too).
-  if (!status && status.code() != ErrorCode::kInvalidArgument && notice_.is_ok()) {
-    // (ExchangeRun::run sent the failure notice already, before cancelling.)
+  if (!status && status.code() != ErrorCode::kInvalidArgument && !notice_from_peer_) {
+    // ExchangeRun::run sent the notice already if it posted anything; not if
+    // it failed first (aborted before posting, a peer unusable): now.
+    const std::uint64_t seq = !sends.empty() ? sends.front().seq
+                              : !recvs.empty() ? recvs.front().seq : 0;
+    send_notice(seq, status);
     // The transport stays failed (peers may have force-closed endpoints, late
     // messages may be queued): every later exchange returns this error.
-    notice_ = Status(status.code(), "this rank's transport failed earlier: " + status.message());
+    if (notice_.is_ok())
+      notice_ = Status(status.code(), "this rank's transport failed earlier: " + status.message());
   }
   return status;
 }
@@ -180,6 +195,7 @@ Status UcxTransport::notice() {
       if (code == ErrorCode::kOk || code > ErrorCode::kProtocolError) code = ErrorCode::kAborted;
       notice_ = Status(code, "rank " + std::to_string(f.src) + " reports: " +
                                  std::string(text + 1, expect.bytes - 1));
+      notice_from_peer_ = true;
       return notice_;
     }
   }
@@ -189,10 +205,26 @@ Status UcxTransport::notice() {
 }
 
 void UcxTransport::notify_failure(std::uint64_t seq, const Status& error) {
+  Claim claim(*this);
+  if (!claim) return;  // the abort notice is being sent: it is the one
+  try {
+    send_notice(seq, error);
+  } catch (...) {  // (out of memory building the notice: the peers keep their deadlines)
+  }
+}
+
+void UcxTransport::send_notice(std::uint64_t seq, const Status& failure) {
   // After a notice every peer got that one; after a first notice of our own, a
-  // second adds nothing.
-  if (notified_ || !notice_.is_ok() || !self_known_ || error.is_ok()) return;
+  // second adds nothing. Sealed: no progress, so no notice either.
+  if (notified_ || notice_from_peer_ || sealed_ || !self_known_ || failure.is_ok()) return;
   notified_ = true;
+  // An abort recorded meanwhile is why this rank fails: the peers get its text.
+  Status error = failure;
+  if (abort_pending_.load()) {
+    std::lock_guard lock(abort_mutex_);
+    error = abort_error_;
+    seq = abort_seq_;
+  }
   std::string text(1, static_cast<char>(error.code()));
   text += error.message().substr(0, kNoticeText - 1);
   std::vector<SendOp> sends;
@@ -495,10 +527,14 @@ std::string ExchangeRun::cancel_outstanding() {
   std::size_t sends_left = 0;
   std::erase_if(in_flight_, [&](std::size_t i) {
     if (messages_[i].is_recv) return false;
-    messages_[i].request.reset();  // UCX releases it when the endpoint goes
+    messages_[i].request.reset();  // UCX releases it with the worker
     ++sends_left;
     return true;
   });
+  // Abandoned requests still refer to the caller's buffers (and the scratch):
+  // UCX continues a request only inside progress, so this transport never
+  // progresses again.
+  if (sends_left > 0 || !in_flight_.empty()) t_.sealed_ = true;
 
   std::string note;
   if (!cut.empty()) {
@@ -508,13 +544,12 @@ std::string ExchangeRun::cancel_outstanding() {
     for (std::size_t peer : cut) note += " " + std::to_string(peer);
   }
   if (sends_left > 0)
-    note += "; " + std::to_string(sends_left) + " unfinished sends abandoned to UCX";
+    note += "; " + std::to_string(sends_left) + " unfinished sends abandoned (transport sealed)";
   if (!in_flight_.empty()) {
-    // Should not happen: UCX completes cancelled and force-closed receives.
-    // The requests are freed (UCX releases them on completion) but may still
-    // touch their buffers.
+    // A receive already matched whose data stops arriving (its sender
+    // stalled): freed, never progressed again (sealed).
     note += "; " + std::to_string(in_flight_.size()) +
-            " receives did not finish cancelling and were abandoned";
+            " receives did not finish cancelling and were abandoned (transport sealed)";
     for (std::size_t i : in_flight_) messages_[i].request.reset();
     in_flight_.clear();
   }
@@ -524,8 +559,14 @@ std::string ExchangeRun::cancel_outstanding() {
 Status ExchangeRun::run(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                         Clock::time_point deadline) {
   RUCCL_TRY(check_ops(sends, recvs));
-  if (t_.aborted()) return Status(ErrorCode::kAborted, "exchange: aborted before posting");
-  RUCCL_TRY(t_.notice());
+  // A failure notice is sent whatever the abort flag says (an abort is what
+  // it often tells), within its own short bound.
+  const bool notice = kind_ == WireKind::kAbort;
+  if (!notice && t_.aborted())
+    return Status(ErrorCode::kAborted, "exchange: aborted before posting");
+  if (!notice) RUCCL_TRY(t_.notice());
+  if (t_.sealed_)  // (notice_ holds the failure that sealed it: not reached)
+    return Status(ErrorCode::kAborted, "exchange: the transport was sealed by an earlier failure");
 
   // Reserved up front: nothing may throw between posting a request and
   // recording it.
@@ -548,6 +589,21 @@ Status ExchangeRun::run(std::span<const SendOp> sends, std::span<const RecvOp> r
     error = first_error_;
     if (!error) break;
     if (in_flight_.empty()) {
+      // A peer's notice that arrived with (after) the messages: a rank that
+      // was idle when its peers failed must not complete what they did not
+      // (their messages were queued here before their notice).
+      if (!notice) {
+        // Whatever else already arrived is matched first (a few progress
+        // calls, only until one finds nothing: about a microsecond).
+        for (std::size_t k = 0; k < kSettleRounds && t_.worker_.progress() != 0; ++k) {
+        }
+        error = t_.notice();
+        if (!error) {
+          error = Status(error.code(), error.message() + "; at rank " + std::to_string(t_.self_) +
+                                           ", on completing this exchange");
+          break;
+        }
+      }
       error = check_frames(recvs);  // a failed check is told to the peers too
       if (error) return error;
       break;
@@ -558,13 +614,13 @@ Status ExchangeRun::run(std::span<const SendOp> sends, std::span<const RecvOp> r
       if (!error) break;
       // A peer's failure notice: said with whom this rank was still waiting
       // on, which may name the rank at fault when the notice does not.
-      error = t_.notice();
+      error = notice ? Status::ok() : t_.notice();
       if (!error) {
         error = outstanding_error(error.code(),
                                   error.message() + "; at rank " + std::to_string(t_.self_));
         break;
       }
-      if (t_.aborted()) {
+      if (!notice && t_.aborted()) {
         error = outstanding_error(ErrorCode::kAborted, "exchange aborted");
         break;
       }
@@ -581,7 +637,7 @@ Status ExchangeRun::run(std::span<const SendOp> sends, std::span<const RecvOp> r
   if (kind_ == WireKind::kData && t_.notice_.is_ok()) {
     const std::uint64_t seq = !sends.empty() ? sends.front().seq
                               : !recvs.empty() ? recvs.front().seq : 0;
-    t_.notify_failure(seq, error);
+    t_.send_notice(seq, error);
   }
   const std::string note = cancel_outstanding();
   return Status(error.code(), error.message() + note);

@@ -19,9 +19,19 @@
 // the order they were sent.
 //
 // Ownership: exchange() reads `SendOp::data` and writes `RecvOp::data` only
-// while it runs. When it returns, with any status, no UCX request refers to the
-// caller's buffers any more (receives are cancelled; sends that UCX cannot cancel
-// are cut off by force-closing their endpoint, which makes that peer unusable).
+// while it runs; once it has returned, with any status, neither ruccl nor UCX in
+// this process touches them. On an error, receives are cancelled and sends cut
+// off by force-closing their endpoint (that peer is unusable afterwards). A
+// request UCX still has not finished after a bounded grace (a send to a stalled
+// peer over shared memory, whose endpoint cannot be force-closed; a receive
+// already matched and still arriving) is abandoned, and the transport is then
+// *sealed*: it never progresses its UCX worker again (every later call returns
+// the earlier error at once; close() and the destructor release the endpoints
+// and the worker without progress). UCX moves this worker's data only inside
+// its progress, so an abandoned request never continues. One exception lies
+// outside this process: a peer on the same node may still read (never write) a
+// send buffer through UCX's shared-memory rendezvous (CMA get) until it learns
+// of the failure, which the failure notice sent before the cancel tells it.
 //
 // After an error: a timeout or abort may leave a peer's late message queued at
 // the receiver, and a force-closed endpoint stays closed. The caller should treat
@@ -130,9 +140,21 @@ class Transport {
 
   // Sends `error` (of collective `seq`) to every usable peer as a failure
   // notice, waiting a short bound (not the collective's deadline) for the
-  // sends. Once per transport; later calls do nothing. Never fails: a notice
-  // that cannot be delivered leaves that peer to its own deadline.
+  // sends. Once per transport; later calls do nothing (nor after a notice was
+  // received: every peer got that one). Never fails: a notice that cannot be
+  // delivered leaves that peer to its own deadline.
   virtual void notify_failure(std::uint64_t seq, const Status& error) = 0;
+
+  // The abort notice (Communicator::abort): the one call that any thread may
+  // make at any time, also while the owning thread is inside another call.
+  // Records `error` as this transport's failure notice (of collective `seq`)
+  // and sends it: at once, waiting at most the notice bound, when no call is
+  // in progress; otherwise the call in progress sends it before it returns,
+  // and abort_notify returns at once. A call that starts while the notice is
+  // being sent returns kAborted without touching UCX. Set the abort flag
+  // (TransportOptions::abort) too, so that a blocked exchange wakes up.
+  // Once per transport, like notify_failure; the first of the two wins.
+  virtual void abort_notify(std::uint64_t seq, const Status& error) = 0;
 
   // Whether UCX can move memory of this type (ucp_context_query's memory types).
   virtual bool supports(MemoryType type) const = 0;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "transport/ucx_status.hpp"
@@ -45,9 +46,59 @@ UcxTransport::~UcxTransport() {
   // lives (a cancelled, unmatched receive completes at once).
   if (notice_request_) {
     ucp_request_cancel(worker_.get(), notice_request_.get());
-    worker_.progress();
+    if (!sealed_) worker_.progress();
     notice_request_.reset();
   }
+  // Sealed: abandoned requests still refer to caller memory, so the worker is
+  // not progressed again; the endpoints are closed without waiting (the close
+  // requests are freed at once, UCX releases them with the worker).
+  if (sealed_)
+    for (Endpoint& ep : endpoints_)
+      if (ep.is_open()) (void)ep.start_close(/*force=*/ep.detects_failure());
+}
+
+// ---- who drives UCX --------------------------------------------------------------
+
+bool UcxTransport::try_claim(Owner as) {
+  int idle = kIdle;
+  return owner_.compare_exchange_strong(idle, as, std::memory_order_seq_cst);
+}
+
+// An abort_notify that found the transport busy left its notice to whoever
+// held it: that is this thread. (abort_notify stores abort_pending_ before it
+// tries to claim; this releases before it reads abort_pending_: one of the two
+// sees the other, so the notice is sent exactly once.)
+void UcxTransport::release() {
+  owner_.store(kIdle, std::memory_order_seq_cst);
+  if (abort_pending_.load(std::memory_order_seq_cst)) send_pending_abort();
+}
+
+void UcxTransport::send_pending_abort() {
+  if (!try_claim(kAborter)) return;  // busy: the holder sends it when it releases
+  std::uint64_t seq = 0;
+  Status error;
+  {
+    std::lock_guard lock(abort_mutex_);
+    seq = abort_seq_;
+    error = abort_error_;
+  }
+  try {
+    send_notice(seq, error);
+  } catch (...) {  // (out of memory building the notice: the peers keep their deadlines)
+  }
+  owner_.store(kIdle, std::memory_order_seq_cst);
+}
+
+void UcxTransport::abort_notify(std::uint64_t seq, const Status& error) {
+  if (error.is_ok()) return;
+  {
+    std::lock_guard lock(abort_mutex_);
+    if (abort_pending_.load()) return;  // the first abort's notice stands
+    abort_seq_ = seq;
+    abort_error_ = error;
+    abort_pending_.store(true, std::memory_order_seq_cst);
+  }
+  send_pending_abort();
 }
 
 bool UcxTransport::aborted() const {
@@ -143,6 +194,8 @@ Status UcxTransport::do_connect(const std::vector<std::vector<std::byte>>& addre
 // another job is refused in round 1 already ("comes from another job").
 
 Status UcxTransport::handshake(Clock::time_point deadline) {
+  Claim claim(*this);
+  if (!claim) return Status(ErrorCode::kAborted, "handshake: aborted");
   return without_exceptions("connection handshake", [&]() -> Status {
     if (!connect_called_) return Status(ErrorCode::kInvalidArgument, "handshake before connect");
     if (!self_known_)
@@ -272,10 +325,24 @@ std::string UcxTransport::lanes_of(std::size_t peer) const {
 // ---- close ---------------------------------------------------------------------
 
 Status UcxTransport::close(Clock::time_point deadline) {
-  return without_exceptions("close", [&] { return do_close(deadline); });
+  // An abort notice being sent on another thread ends within its bound.
+  while (!try_claim(kCall)) {
+    if (Clock::now() >= deadline)
+      return Status(ErrorCode::kAborted, "close: the transport is busy sending an abort notice");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  Status closed = without_exceptions("close", [&] { return do_close(deadline); });
+  release();
+  return closed;
 }
 
 Status UcxTransport::do_close(Clock::time_point deadline) {
+  if (sealed_) {
+    // No progress: the destructor releases the endpoints without it.
+    return Status(ErrorCode::kAborted,
+                  "close: requests were abandoned after a failure; endpoints released without "
+                  "flushing");
+  }
   // Start every close at once, so that no peer waits on a close we have not
   // begun; failed endpoints can only be force-closed.
   struct Closing {

@@ -8,8 +8,10 @@
 // abort, check deadline", so none can hang.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -81,6 +83,7 @@ class UcxTransport final : public Transport {
   Status exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                   Clock::time_point deadline) override;
   void notify_failure(std::uint64_t seq, const Status& error) override;
+  void abort_notify(std::uint64_t seq, const Status& error) override;
   bool supports(MemoryType type) const override;
   std::string describe_lanes(std::size_t peer) const override;
   Status close(Clock::time_point deadline) override;
@@ -111,15 +114,48 @@ class UcxTransport final : public Transport {
   // notice's error once it has arrived (and forever after), else ok.
   void post_notice_receive();
   Status notice();
+  // Sends a failure notice (notify_failure without the claim): the pending
+  // abort notice's error and seq instead of these when there is one.
+  void send_notice(std::uint64_t seq, const Status& error);
+
+  // Who may drive UCX now: kIdle, the owning thread inside a call (kCall), or
+  // a thread sending the abort notice (kAborter). Every public call that
+  // touches UCX claims the transport (try_claim) and releases it on return;
+  // release() sends an abort notice recorded meanwhile. Cheap: one CAS and
+  // two atomic stores per call.
+  enum Owner : int { kIdle = 0, kCall = 1, kAborter = 2 };
+  bool try_claim(Owner as);
+  void release();
+  void send_pending_abort();  // claims as kAborter; does nothing if the transport is busy
+  class Claim {
+   public:
+    explicit Claim(UcxTransport& t) : t_(t), held_(t.try_claim(kCall)) {}
+    ~Claim() {
+      if (held_) t_.release();
+    }
+    Claim(const Claim&) = delete;
+    Claim& operator=(const Claim&) = delete;
+    explicit operator bool() const { return held_; }
+
+   private:
+    UcxTransport& t_;
+    const bool held_;
+  };
 
   friend class ExchangeRun;
 
-  // In dependency order: health_ is the error callback's target and must
-  // outlive the worker; the endpoints need the worker, the worker the context.
+  // In dependency order (destroyed in reverse): memory UCX may write into
+  // (health_, the error callback's target; the notice buffer; the exchange
+  // scratch, where headers and inline payloads land) outlives the context and
+  // worker; the endpoints need the worker (their destructors progress it), the
+  // worker the context; requests are freed before the worker.
   TransportOptions options_;
   WireKeys keys_;                   // derived from options_.token (wire_header.hpp)
   std::vector<PeerHealth> health_;  // sized once, in connect(): never reallocated
-  std::vector<std::byte> notice_buffer_;  // the notice receive's target: outlives the worker
+  std::vector<std::byte> notice_buffer_;  // the notice receive's target
+  ExchangeScratch scratch_;          // of data and hello exchanges
+  ExchangeScratch notice_scratch_;   // of failure notices, sent while a failed
+                                     // data exchange still has messages in flight
   Context context_;
   Worker worker_;
   std::vector<std::byte> address_;
@@ -128,11 +164,18 @@ class UcxTransport final : public Transport {
   std::size_t self_ = 0;             // this transport's index among connect()'s addresses
   bool self_known_ = false;
   Request notice_request_;           // the pending notice receive
-  Status notice_;                    // the first notice received (ok: none)
-  bool notified_ = false;            // notify_failure ran
-  ExchangeScratch scratch_;          // of data and hello exchanges
-  ExchangeScratch notice_scratch_;   // of failure notices, sent while a failed
-                                     // data exchange still has messages in flight
+  Status notice_;                    // a notice received, or this transport's own failure
+  bool notice_from_peer_ = false;    // notice_ came from a peer
+  bool notified_ = false;            // a failure notice was sent
+  // An exchange abandoned requests UCX had not finished: never progress the
+  // worker again (transport.hpp, Ownership).
+  bool sealed_ = false;
+
+  std::atomic<int> owner_{kIdle};
+  std::atomic<bool> abort_pending_{false};  // abort_notify recorded a notice
+  std::mutex abort_mutex_;                  // guards the two below
+  std::uint64_t abort_seq_ = 0;
+  Status abort_error_;
 };
 
 }  // namespace ruccl::transport
