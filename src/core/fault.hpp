@@ -12,7 +12,11 @@
 //   exit     core (engine.cpp): the process _exit()s when the step starts
 //            (without a step: the collective's first step);
 //   adapter  core (communicator.cpp): a device verb fails (FaultyAdapter);
-//   drop / corrupt  the transport: a message is lost / has its bytes flipped.
+//   drop / corrupt  the transport: a message is lost / has its bytes flipped;
+//   oom      core: ruccl's own code throws std::bad_alloc at a chosen point
+//            (at=check: in the rank's local check, before the agreement;
+//            at=run: after the rendezvous, before the engine runs; at=step:
+//            when the step starts, inside the engine).
 #pragma once
 
 #include <atomic>
@@ -28,7 +32,7 @@
 
 namespace ruccl::core {
 
-enum class FaultKind : std::uint8_t { kStall, kExit, kDrop, kCorrupt, kAdapter };
+enum class FaultKind : std::uint8_t { kStall, kExit, kDrop, kCorrupt, kAdapter, kOom };
 
 std::string_view fault_kind_name(FaultKind kind) noexcept;  // "stall", "exit", ...
 
@@ -40,6 +44,7 @@ struct Fault {
   std::chrono::milliseconds stall{0};   // stall: how long; 0 = until the communicator is aborted or timeout + 2 s
   int exit_code = 1;                    // exit
   std::string verb;                     // adapter: "prepare","begin","allocate","copy","exchange","combine","scale","finish"; empty = any verb
+  std::string at;                       // oom: "check", "run" or "step"
 };
 
 class FaultPlan {
@@ -47,7 +52,7 @@ class FaultPlan {
   // Grammar: faults separated by ';', each "kind:key=value,key=value".
   //   stall:rank=1,seq=3[,ms=2000]      exit:rank=2,seq=5[,step=3][,code=9]
   //   drop:rank=0,seq=4[,step=1]        corrupt:rank=1,seq=2[,step=0]
-  //   adapter:rank=0,seq=1[,verb=combine]
+  //   adapter:rank=0,seq=1[,verb=combine]  oom:rank=1,seq=2,at=check|run|step[,step=0]
   // rank and seq are required; a key the kind does not take, a repeated key or
   // a bad number is an error. Blanks around faults, keys and values are ignored.
   // "" -> empty plan. Errors: kInvalidArgument naming the offending fault text and why.

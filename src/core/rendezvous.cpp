@@ -117,6 +117,7 @@ Result<Rendezvous::Generation*> Rendezvous::arrive(std::size_t rank, std::uint64
 Status Rendezvous::barrier(std::size_t rank, Status mine, Clock::time_point deadline) {
   std::unique_lock lock(mutex_);
   if (broken_) return broken_after_drain(lock);
+  if (barrier_failed_) return *barrier_failed_;
   if (!mine.is_ok() && !barrier_pending_)
     barrier_pending_ = mine.with_context(describe(generation_.seq, generation_.kind) +
                                          " failed on rank " + std::to_string(rank));
@@ -124,6 +125,7 @@ Status Rendezvous::barrier(std::size_t rank, Status mine, Clock::time_point dead
   const std::uint64_t phase = barrier_phase_.load(std::memory_order_relaxed);
   if (++barrier_count_ == world_) {
     barrier_result_ = barrier_pending_ ? *barrier_pending_ : Status::ok();
+    if (barrier_pending_) barrier_failed_ = barrier_result_;
     barrier_pending_.reset();
     barrier_count_ = 0;
     at_barrier_.assign(world_, false);
@@ -152,6 +154,7 @@ void Rendezvous::depart(std::size_t rank) {
     arrived_ = 0;
     departed_ = 0;
     ready_ = false;
+    barrier_failed_.reset();
     generation_.work = Work{};
     changed_.notify_all();
   }

@@ -49,7 +49,9 @@ class Rendezvous {
                              const Result<Geometry>& local, Clock::time_point deadline,
                              const Result<Plan>* agreed = nullptr);
   // Reports `mine` and blocks until every rank reached this barrier. Returns the
-  // first (lowest-rank) failure of this barrier, for every rank, or ok.
+  // first failure reported to this barrier, for every rank, or ok. Once a
+  // barrier of the generation failed, every later one returns that failure at
+  // once without waiting (its ranks left together; none waits for the others).
   Status barrier(std::size_t rank, Status mine, Clock::time_point deadline);
   void depart(std::size_t rank);
 
@@ -95,6 +97,7 @@ class Rendezvous {
   std::atomic<std::uint64_t> barrier_phase_{0};  // written under mutex_, polled without it
   std::optional<Status> barrier_pending_;   // first failure of the open phase
   Status barrier_result_;                   // outcome of the last completed phase
+  std::optional<Status> barrier_failed_;    // the generation's first failed phase
 };
 
 }  // namespace ruccl::core
