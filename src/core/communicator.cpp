@@ -54,7 +54,7 @@ struct Communicator::Impl {
         spanning(std::move(span)),
         first(spanning ? spanning->first_rank() : 0),
         world(spanning ? spanning->world() : devices.size()),
-        rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1)),
+        rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1), first),
         next_seq(devices.size()),
         scratch(devices.size()),
         logger(config),
@@ -201,8 +201,9 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
   // Check what this rank alone can check, and capture its tensor. A failure here
   // is not returned yet: it travels to the rendezvous so every rank gets it.
   // (An exception here is this rank's local failure, agreed on like the others.)
-  const core::Fault* oom =
-      faults.empty() ? nullptr : faults.find(core::FaultKind::kOom, rank, seq);
+  const core::Fault* oom = nullptr;  // an oom fault for (rank, seq), whatever its step
+  for (const core::Fault& f : faults.faults())
+    if (f.kind == core::FaultKind::kOom && f.rank == rank && f.seq == seq) oom = &f;
   Result<core::Geometry> geometry = core::contained("the local check", [&] {
     if (oom && oom->at == "check") throw std::bad_alloc();  // fault injection
     return core::check_local(req, rank, world, devices[local]);
