@@ -234,6 +234,7 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
   // Across processes, every rank agrees with every other before the local
   // rendezvous; in-process, the last local rank to arrive does it.
   std::optional<Result<core::Plan>> agreed;
+  const auto agree_started = core::Clock::now();
   if (spanning) {
     core::ScopedSpan agree(tracer.get(), local, tracer ? "agree (fingerprints)" : "", "phase");
     bool threw = true;
@@ -246,7 +247,13 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
     if (threw) spanning->failed(local, seq, agreed->status());
     if (agreed->is_ok()) recorder.mark(local, core::FlightState::kAgreed);
   }
-  const auto deadline = core::Clock::now() + config.timeout();
+  // After a failed agreement the local peers get no fresh deadline: a peer
+  // that never came to the agreement (stalled, hung) is not waited for twice.
+  // (Ranks that agreed, even on an error, all arrive right after it.)
+  auto deadline = core::Clock::now() + config.timeout();
+  if (agreed && !agreed->is_ok())
+    deadline = std::max(agree_started + config.timeout(),
+                        core::Clock::now() + std::chrono::milliseconds(100));
   auto generation = rendezvous.arrive(local, seq, req, geometry, deadline,
                                       agreed ? &*agreed : nullptr);
   if (generation.is_ok()) seat.arrived();
