@@ -135,13 +135,19 @@ class Communicator::Impl::Seat {
   Seat& operator=(const Seat&) = delete;
   ~Seat() { depart(); }
   void numbered(std::uint64_t seq) { seq_ = seq; }
+  void recorded() { recorded_ = true; }
   void arrived() { arrived_ = true; }
   void depart() noexcept {
     if (arrived_ && !departed_) impl_.rendezvous.depart(local_);
     departed_ = true;
   }
   void fail(Status& why) noexcept {
-    if (!seq_ || departed_) return;
+    if (!seq_) return;
+    try {  // the recorder's entry ends too (and may dump)
+      if (recorded_) (void)impl_.recorder.end(local_, why, impl_.user_aborted.load());
+    } catch (...) {
+    }
+    if (departed_) return;
     try {
       why = why.with_context("collective #" + std::to_string(*seq_) + " failed on rank " +
                              std::to_string(impl_.first + local_));
@@ -159,6 +165,7 @@ class Communicator::Impl::Seat {
   Impl& impl_;
   const std::size_t local_;
   std::optional<std::uint64_t> seq_;
+  bool recorded_ = false;
   bool arrived_ = false;
   bool departed_ = false;
 };
@@ -210,6 +217,7 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
   });
   const std::size_t bytes = geometry.is_ok() ? geometry.value().count * dtype_size(req.dtype) : 0;
   recorder.begin(local, seq, req, bytes);
+  seat.recorded();
   // An adapter fault for this (rank, seq): this rank's verbs go through a
   // wrapper that fails the planned one. Every verb goes through the guard:
   // what the adapter throws is kDeviceError (kOutOfMemory), what escapes the
