@@ -307,6 +307,7 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
       job.rank = local;
       job.rendezvous = &rendezvous;
       job.timeout = config.timeout();
+      job.spanning = spanning.get();
     }
     outcome = core::execute(job);
     if (outcome.is_ok()) {

@@ -36,6 +36,19 @@
 namespace ruccl::core {
 namespace {
 
+// Across processes, a local rank that is late to a barrier is almost always
+// blocked in a transport exchange, which fails at its own deadline with the
+// error that names the remote rank at fault. The local barriers wait that much
+// longer, so that this error, not "rank R did not arrive" (R being the local
+// peer), is what every local rank gets; a local rank that is truly stuck is
+// still found, a little later.
+constexpr auto kLocalGrace = std::chrono::milliseconds(500);
+
+Clock::time_point barrier_deadline(const RankJob& job) {
+  return Clock::now() + job.timeout +
+         (job.spanning != nullptr ? kLocalGrace : Clock::duration::zero());
+}
+
 class InProcRun final : public ring::RankRun {
  public:
   // `rank` of `world`: the whole in-process group (rank = global rank), or this
@@ -60,7 +73,7 @@ class InProcRun final : public ring::RankRun {
     return share(std::move(mine));
   }
   Status share(Status mine) override {
-    return job_.rendezvous->barrier(job_.rank, std::move(mine), Clock::now() + job_.timeout);
+    return job_.rendezvous->barrier(job_.rank, std::move(mine), barrier_deadline(job_));
   }
 
  private:
@@ -182,7 +195,7 @@ class RankExecution {
 
   Result<RankOutcome> run() {
     Status setup_status = contained("collective setup", [&] { return setup(); });
-    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(setup_status), Clock::now() + job_.timeout));
+    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(setup_status), barrier_deadline(job_)));
     Status done = contained("the algorithm", [&] {
       InProcRun in_process(job_, rank_, world_);
       Decorated run(job_.run != nullptr ? *job_.run : in_process, job_, steps_, job_.tracer,
@@ -196,7 +209,7 @@ class RankExecution {
       });
     }
     if (done.is_ok()) done = contained("collective completion", [&] { return complete(); });
-    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(done), Clock::now() + job_.timeout));
+    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(done), barrier_deadline(job_)));
     return std::move(outcome_);
   }
 
@@ -419,7 +432,7 @@ class RankExecution {
 
 Result<RankOutcome> execute(const RankJob& job) {
   if (job.failed) {  // to the setup barrier with the error, where the others are
-    Status common = job.rendezvous->barrier(job.rank, *job.failed, Clock::now() + job.timeout);
+    Status common = job.rendezvous->barrier(job.rank, *job.failed, barrier_deadline(job));
     return common.is_ok() ? *job.failed : common;
   }
   return RankExecution(job).run();

@@ -119,7 +119,8 @@ Result<Rendezvous::Generation*> Rendezvous::arrive(std::size_t rank, std::uint64
 Status Rendezvous::barrier(std::size_t rank, Status mine, Clock::time_point deadline) {
   std::unique_lock lock(mutex_);
   if (broken_) return broken_after_drain(lock);
-  if (barrier_failed_) return *barrier_failed_;
+  // (A rank that failed keeps its error: it had it from an earlier barrier.)
+  if (barrier_failed_) return mine.is_ok() ? *barrier_failed_ : mine;
   Status own;  // ok, or this rank's failure, said where
   if (!mine.is_ok()) {
     own = mine.with_context(describe(generation_.seq, generation_.kind) + " failed on rank " +
