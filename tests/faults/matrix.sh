@@ -19,10 +19,11 @@
 # in a loop of 256 KiB all-reduces. With 2 devices per process the job runs
 # RUCCL_ALGO=flat_ring: every step is a transport message, also between local
 # ranks (the transport executor); with 3, the hierarchical default. Every rank
-# must report its error in collective #K, within RUCCL_TIMEOUT (2 s) + slack
-# (1.5 s, RUCCL_FAULT_SLACK_MS) of its last successful collective (the stalled
-# rank excepted: it may sleep out its stall). No rank may succeed in #K, and
-# the job must end by itself (a hard limit turns a hang into a failure).
+# must report its error in collective #K (its message naming #K) within
+# RUCCL_TIMEOUT (2 s) + slack (1.5 s, RUCCL_FAULT_SLACK_MS) of its last
+# successful collective (the stalled rank excepted: it may sleep out its
+# stall). No rank may succeed in #K, and the job must end by itself (a hard
+# limit turns a hang into a failure).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
@@ -37,7 +38,7 @@ algo=()
 
 case $kind in
   kill)
-    RUCCL_FAULT_NP=$np RUCCL_FAULT_DEVICES=$devices RUCCL_FAULT_COUNT=65536 \
+    RUCCL_FAULT_NP=$np RUCCL_FAULT_DEVICES=$devices RUCCL_FAULT_COUNT=65536 RUCCL_FAULT_CHECK_SEQ=1 \
       exec bash "$here/kill_trials.sh" "$worker" 1 shm $((np - 1)) ;;
   mismatch) exec bash "$here/mismatch_test.sh" "$worker" "$np" "$devices" ;;
   soak)
@@ -73,6 +74,7 @@ for ((r = 0; r < world; ++r)); do
   if grep -Eq "rank $bad_rank([^0-9]|\$)" <<<"$msg"; then named=$((named + 1)) named_here=1; fi
   [ "$status" != Ok ] || { fail "rank $r: returned success (collective #$(field "$line" seq))"; continue; }
   [ "$(field "$line" seq)" = $seq ] || fail "rank $r: failed in collective #$(field "$line" seq), expected #$seq"
+  grep -Eq "(collective #|seq )$seq([^0-9]|\$)" <<<"$msg" || fail "rank $r: the message does not name collective #$seq: $msg"
   [ "$kind" != stall ] || [ $r -ne $bad_rank ] || continue  # the stalled rank: any error, any time
   bound=$((timeout_s * 1000 + slack_ms))
   [ "$ms" -le $bound ] || fail "rank $r: error ${ms} ms after its last collective (bound ${bound} ms)"
