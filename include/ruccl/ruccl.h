@@ -74,8 +74,9 @@ enum ruccl_result {
   RUCCL_ERROR_UNSUPPORTED = 15,           /* a valid request this build cannot serve (no CUDA, no MPI) */
   RUCCL_ERROR_FINISHED = 16,
   RUCCL_ERROR_PEER_FAILURE = 17,          /* a remote process died */
-  RUCCL_ERROR_INTERNAL = 18,              /* a broken invariant inside ruccl, or out of memory */
-  RUCCL_ERROR_PROTOCOL = 19               /* a message failed validation (header, checksum, job token) */
+  RUCCL_ERROR_INTERNAL = 18,              /* a broken invariant inside ruccl */
+  RUCCL_ERROR_PROTOCOL = 19,              /* a message failed validation (header, checksum, job token) */
+  RUCCL_ERROR_OUT_OF_MEMORY = 20          /* an allocation failed (host or device memory) */
 };
 
 /* Element types. RUCCL_BYTES is opaque (packed formats): it moves (broadcast,

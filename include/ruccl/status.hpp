@@ -36,7 +36,10 @@ enum class ErrorCode : std::uint8_t {
   kPeerFailure,             // a remote peer died (multinode)
   kInternal,                // a broken invariant inside ruccl
   kProtocolError,           // a message failed validation: bad header, checksum or job token
+  kOutOfMemory,             // an allocation failed (std::bad_alloc inside ruccl or an adapter)
 };
+// The highest code (codes travel between processes: receivers bound-check them).
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::kOutOfMemory;
 
 std::string_view error_code_name(ErrorCode code) noexcept;
 

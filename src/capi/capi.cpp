@@ -47,6 +47,7 @@ ruccl_result_t to_c(ErrorCode code) noexcept {
     case ErrorCode::kPeerFailure: return RUCCL_ERROR_PEER_FAILURE;
     case ErrorCode::kInternal: return RUCCL_ERROR_INTERNAL;
     case ErrorCode::kProtocolError: return RUCCL_ERROR_PROTOCOL;
+    case ErrorCode::kOutOfMemory: return RUCCL_ERROR_OUT_OF_MEMORY;
   }
   return RUCCL_ERROR_INTERNAL;
 }
@@ -147,6 +148,7 @@ const char* ruccl_error_string(ruccl_result_t code) {
     case RUCCL_ERROR_PEER_FAILURE: return "PeerFailure";
     case RUCCL_ERROR_INTERNAL: return "Internal";
     case RUCCL_ERROR_PROTOCOL: return "ProtocolError";
+    case RUCCL_ERROR_OUT_OF_MEMORY: return "OutOfMemory";
   }
   return "Unknown";
 }

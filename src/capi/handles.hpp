@@ -53,7 +53,7 @@ auto guarded(F&& body) noexcept -> decltype(body()) {
   try {
     return body();
   } catch (const std::bad_alloc&) {
-    return Status(ErrorCode::kInternal, "out of memory");
+    return Status(ErrorCode::kOutOfMemory, "out of memory");
   } catch (const std::exception& e) {
     return Status(ErrorCode::kInternal, std::string("unexpected exception: ") + e.what());
   } catch (...) {

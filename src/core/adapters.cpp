@@ -1,11 +1,86 @@
 // Which adapter serves which device kind. The CUDA backend (src/device/cuda)
 // answers kCuda; a build without it links a stub that returns kUnsupported.
+// Also the exception guards of the core (engine.hpp): GuardedAdapter and
+// current_exception_status.
+#include <exception>
+#include <new>
 #include <string>
 
+#include "core/engine.hpp"
 #include "device/cuda/cuda_backend.hpp"
 #include "ruccl/device.hpp"
 
 namespace ruccl {
+
+namespace core {
+
+Status current_exception_status(ErrorCode other, std::string_view where) noexcept {
+  ErrorCode code = other;
+  try {
+    try {
+      throw;
+    } catch (const std::bad_alloc& e) {
+      code = ErrorCode::kOutOfMemory;
+      return Status(code, std::string(where) + " ran out of memory (" + e.what() + ")");
+    } catch (const std::exception& e) {
+      return Status(code, std::string(where) + " threw: " + e.what());
+    } catch (...) {
+      return Status(code, std::string(where) + " threw a non-standard exception");
+    }
+  } catch (...) {  // no memory for the message: the code alone (an empty string allocates nothing)
+  }
+  return Status(code, std::string());
+}
+
+Result<std::shared_ptr<AdapterState>> GuardedAdapter::prepare(const TensorView& view,
+                                                              DeviceId device) {
+  return guarded([&] { return inner_.prepare(view, device); });
+}
+Status GuardedAdapter::begin(Work& work, std::size_t rank) {
+  return guarded([&] { return inner_.begin(work, rank); });
+}
+Result<std::shared_ptr<void>> GuardedAdapter::allocate(DeviceId device, std::size_t bytes) {
+  return guarded([&] { return inner_.allocate(device, bytes); });
+}
+Status GuardedAdapter::copy(Work& work, std::size_t rank, void* dst, const void* src,
+                            std::size_t count) {
+  return guarded([&] { return inner_.copy(work, rank, dst, src, count); });
+}
+Status GuardedAdapter::exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
+                                Combine combine) {
+  return guarded([&] { return inner_.exchange(work, rank, incoming, combine); });
+}
+Status GuardedAdapter::combine(Work& work, std::size_t rank, std::size_t dst_offset,
+                               const void* staged, std::size_t count, Combine how) {
+  return guarded([&] { return inner_.combine(work, rank, dst_offset, staged, count, how); });
+}
+Result<std::shared_ptr<void>> GuardedAdapter::allocate_host_staging(DeviceId device,
+                                                                    std::size_t bytes) {
+  return guarded([&] { return inner_.allocate_host_staging(device, bytes); });
+}
+Result<DeviceAdapter::StageTicket> GuardedAdapter::stage_out(Work& work, std::size_t rank,
+                                                             Source source, Range range,
+                                                             void* host_dst) {
+  return guarded([&] { return inner_.stage_out(work, rank, source, range, host_dst); });
+}
+Result<DeviceAdapter::StageTicket> GuardedAdapter::stage_in(Work& work, std::size_t rank,
+                                                            std::size_t dst_offset,
+                                                            const void* host_src,
+                                                            std::size_t count, Combine how) {
+  return guarded([&] { return inner_.stage_in(work, rank, dst_offset, host_src, count, how); });
+}
+Status GuardedAdapter::wait_staged(Work& work, std::size_t rank, StageTicket ticket) {
+  return guarded([&] { return inner_.wait_staged(work, rank, ticket); });
+}
+Status GuardedAdapter::scale(Work& work, std::size_t rank, void* data, std::size_t count,
+                             std::size_t divisor) {
+  return guarded([&] { return inner_.scale(work, rank, data, count, divisor); });
+}
+Status GuardedAdapter::finish(Work& work, std::size_t rank) {
+  return guarded([&] { return inner_.finish(work, rank); });
+}
+
+}  // namespace core
 
 Status DeviceAdapter::combine(Work&, std::size_t, std::size_t, const void*, std::size_t, Combine) {
   return Status(ErrorCode::kUnsupported,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <new>
 #include <thread>
 
 #include "core/engine.hpp"
@@ -41,7 +42,7 @@ struct Communicator::Impl {
         spanning(std::move(span)),
         first(spanning ? spanning->first_rank() : 0),
         world(spanning ? spanning->world() : devices.size()),
-        rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1)),
+        rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1), first),
         next_seq(devices.size()),
         scratch(devices.size()),
         logger(config),
@@ -51,7 +52,11 @@ struct Communicator::Impl {
         faults(fault_plan(config)),
         recorder(first, devices.size(), config) {}
 
+  // One rank's collective. No exception leaves it: see Seat and call_body.
   Result<core::RankOutcome> call(std::size_t rank, core::Request req, const CallOptions& options);
+  class Seat;
+  Result<core::RankOutcome> call_body(Seat& seat, std::size_t rank, core::Request& req,
+                                      const CallOptions& options);
   // A stall fault: sleeps before the agreement, waking when the communicator
   // breaks (abort, or peers' timeout) so the test does not wait it out.
   void stall_if_planned(std::size_t rank, std::uint64_t seq);
@@ -100,8 +105,76 @@ void Communicator::Impl::stall_if_planned(std::size_t rank, std::uint64_t seq) {
   }
 }
 
+// The last resort of a call against exceptions (an allocation can fail almost
+// anywhere). Each phase that can fail in the usual way turns its exceptions
+// into its error (kOutOfMemory for std::bad_alloc, kInternal otherwise) where
+// the protocol can still carry it: before the rendezvous as the rank's local
+// failure (agreed on like a bad argument), after it into the engine's setup
+// barrier (RankJob::failed), inside the engine at its barriers. Whatever
+// escapes all that reaches call(), where the Seat, which knows how far the
+// rank got, leaves the protocol cleanly: once the rank has a sequence number
+// and until it departed, the rendezvous is broken with the error (every local
+// rank waiting on this one wakes with it, and the communicator is failed:
+// later calls return it), other processes get the failure notice, and a rank
+// that arrived departs. After it departed, the collective is over everywhere
+// and only this rank's result is lost.
+class Communicator::Impl::Seat {
+ public:
+  Seat(Impl& impl, std::size_t local) : impl_(impl), local_(local) {}
+  Seat(const Seat&) = delete;
+  Seat& operator=(const Seat&) = delete;
+  ~Seat() { depart(); }
+  void numbered(std::uint64_t seq) { seq_ = seq; }
+  void recorded() { recorded_ = true; }
+  void arrived() { arrived_ = true; }
+  void depart() noexcept {
+    if (arrived_ && !departed_) impl_.rendezvous.depart(local_);
+    departed_ = true;
+  }
+  void fail(Status& why) noexcept {
+    if (!seq_) return;
+    try {  // the recorder's entry ends too (and may dump)
+      if (recorded_) (void)impl_.recorder.end(local_, why, impl_.user_aborted.load());
+    } catch (...) {
+    }
+    if (departed_) return;
+    try {
+      why = why.with_context("collective #" + std::to_string(*seq_) + " failed on rank " +
+                             std::to_string(impl_.first + local_));
+    } catch (...) {  // no memory for the context: the bare error
+    }
+    try {
+      if (impl_.spanning) impl_.spanning->failed(local_, *seq_, why);
+    } catch (...) {  // the other processes find out at their deadlines
+    }
+    impl_.rendezvous.abort(why);
+    depart();
+  }
+
+ private:
+  Impl& impl_;
+  const std::size_t local_;
+  std::optional<std::uint64_t> seq_;
+  bool recorded_ = false;
+  bool arrived_ = false;
+  bool departed_ = false;
+};
+
 Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Request req,
                                                    const CallOptions& options) {
+  Seat seat(*this, rank >= first ? rank - first : 0);
+  try {
+    return call_body(seat, rank, req, options);
+  } catch (...) {
+    Status why = core::current_exception_status(ErrorCode::kInternal, "the collective call");
+    seat.fail(why);
+    return why;
+  }
+}
+
+Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t rank,
+                                                        core::Request& req,
+                                                        const CallOptions& options) {
   if (rank < first || rank - first >= devices.size())
     return Status(ErrorCode::kInvalidArgument,
                   "rank " + std::to_string(rank) + " is not served by this communicator (ranks " +
@@ -115,6 +188,7 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
     return *broken;
   }
   const std::uint64_t seq = next_seq[local].fetch_add(1);
+  seat.numbered(seq);
   in_call[local].store(true);
   struct Leave {
     std::atomic<bool>& flag;
@@ -133,21 +207,33 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
 
   // Check what this rank alone can check, and capture its tensor. A failure here
   // is not returned yet: it travels to the rendezvous so every rank gets it.
-  Result<core::Geometry> geometry = core::check_local(req, rank, world, devices[local]);
+  // (An exception here is this rank's local failure, agreed on like the others.)
+  const core::Fault* oom = nullptr;  // an oom fault for (rank, seq), whatever its step
+  for (const core::Fault& f : faults.faults())
+    if (f.kind == core::FaultKind::kOom && f.rank == rank && f.seq == seq) oom = &f;
+  Result<core::Geometry> geometry = core::contained("the local check", [&] {
+    if (oom && oom->at == "check") throw std::bad_alloc();  // fault injection
+    return core::check_local(req, rank, world, devices[local]);
+  });
   const std::size_t bytes = geometry.is_ok() ? geometry.value().count * dtype_size(req.dtype) : 0;
   recorder.begin(local, seq, req, bytes);
+  seat.recorded();
   // An adapter fault for this (rank, seq): this rank's verbs go through a
-  // wrapper that fails the planned one.
+  // wrapper that fails the planned one. Every verb goes through the guard:
+  // what the adapter throws is kDeviceError (kOutOfMemory), what escapes the
+  // engine or the executors is ruccl's own.
   DeviceAdapter* device = adapter.get();
   std::optional<core::FaultyAdapter> faulty;
   if (!faults.empty()) {
     if (const core::Fault* f = faults.find(core::FaultKind::kAdapter, rank, seq))
       device = &faulty.emplace(*adapter, *f);
   }
+  core::GuardedAdapter guarded_device(*device);
+  device = &guarded_device;
   std::shared_ptr<AdapterState> state;
   if (geometry.is_ok()) {
     const TensorView& view = req.has_input ? req.in : (req.out ? *req.out : req.in);
-    auto prepared = core::guarded([&] { return device->prepare(view, devices[local]); });
+    auto prepared = device->prepare(view, devices[local]);
     if (prepared.is_ok()) state = std::move(prepared.value());
     else geometry = prepared.status();
   }
@@ -156,14 +242,29 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
   // Across processes, every rank agrees with every other before the local
   // rendezvous; in-process, the last local rank to arrive does it.
   std::optional<Result<core::Plan>> agreed;
+  const auto agree_started = core::Clock::now();
   if (spanning) {
     core::ScopedSpan agree(tracer.get(), local, tracer ? "agree (fingerprints)" : "", "phase");
-    agreed = spanning->agree_all(local, seq, req, geometry, config.timeout());
+    bool threw = true;
+    agreed = core::contained("the agreement", [&] {
+      auto plan = spanning->agree_all(local, seq, req, geometry, config.timeout());
+      threw = false;
+      return plan;
+    });
+    // Thrown mid-exchange: ranks of other processes may wait on this one.
+    if (threw) spanning->failed(local, seq, agreed->status());
     if (agreed->is_ok()) recorder.mark(local, core::FlightState::kAgreed);
   }
-  const auto deadline = core::Clock::now() + config.timeout();
+  // After a failed agreement the local peers get no fresh deadline: a peer
+  // that never came to the agreement (stalled, hung) is not waited for twice.
+  // (Ranks that agreed, even on an error, all arrive right after it.)
+  auto deadline = core::Clock::now() + config.timeout();
+  if (agreed && !agreed->is_ok())
+    deadline = std::max(agree_started + config.timeout(),
+                        core::Clock::now() + std::chrono::milliseconds(100));
   auto generation = rendezvous.arrive(local, seq, req, geometry, deadline,
                                       agreed ? &*agreed : nullptr);
+  if (generation.is_ok()) seat.arrived();
   Result<core::RankOutcome> outcome =
       generation.is_ok() ? generation.value()->plan.status() : generation.status();
   // This rank agreed, but another local rank did not (or agreed otherwise):
@@ -171,30 +272,47 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
   if (spanning && agreed->is_ok() && generation.is_ok() && !generation.value()->plan.is_ok())
     spanning->failed(local, seq, generation.value()->plan.status());
   if (generation.is_ok() && generation.value()->plan.is_ok()) {
+    if (oom && oom->at == "run") throw std::bad_alloc();  // fault injection: the Seat's case
     recorder.mark(local, core::FlightState::kRunning);
     core::RankJob job;
-    job.rank = local;
-    job.global_rank = rank;
-    job.world = world;
     core::Executors executors;
-    if (spanning) {
-      executors = spanning->executors(local, seq, req.kind, generation.value()->work, *device,
-                                      generation.value()->plan.value(), config.timeout());
-      job.run = executors.run.get();
-      job.across = executors.across.get();
-      job.one_shot = executors.one_shot;
+    // This rank's own agreement failed where the group's plan holds (another
+    // local rank's agreement completed first): it brings its error along.
+    if (agreed && !agreed->is_ok()) job.failed = agreed->status();
+    const Status prepared = core::contained("preparing the executors", [&] {
+      job.rank = local;
+      job.global_rank = rank;
+      job.world = world;
+      if (spanning) {
+        executors = spanning->executors(local, seq, req.kind, generation.value()->work, *device,
+                                        generation.value()->plan.value(), config.timeout());
+        job.run = executors.run.get();
+        job.across = executors.across.get();
+        job.one_shot = executors.one_shot;
+        job.spanning = spanning.get();
+      }
+      job.request = &req;
+      job.geometry = &geometry.value();
+      job.generation = generation.value();
+      job.rendezvous = &rendezvous;
+      job.adapter = device;
+      job.state = std::move(state);
+      job.segment_bytes = config.segment_bytes();
+      job.scratch = &scratch[local];
+      job.timeout = config.timeout();
+      job.tracer = tracer.get();
+      if (!faults.empty() &&
+          (faults.any(core::FaultKind::kExit, rank, seq) || (oom && oom->at == "step")))
+        job.faults = &faults;
+      return Status::ok();
+    });
+    if (!prepared.is_ok() && !job.failed) job.failed = prepared;
+    if (job.failed) {  // the setup barrier carries it (engine.hpp); nothing else is used
+      job.rank = local;
+      job.rendezvous = &rendezvous;
+      job.timeout = config.timeout();
+      job.spanning = spanning.get();
     }
-    job.request = &req;
-    job.geometry = &geometry.value();
-    job.generation = generation.value();
-    job.rendezvous = &rendezvous;
-    job.adapter = device;
-    job.state = std::move(state);
-    job.segment_bytes = config.segment_bytes();
-    job.scratch = &scratch[local];
-    job.timeout = config.timeout();
-    job.tracer = tracer.get();
-    if (!faults.empty() && faults.any(core::FaultKind::kExit, rank, seq)) job.faults = &faults;
     outcome = core::execute(job);
     if (outcome.is_ok()) {
       // The executors' staging (the in-process one stages nothing: no executor).
@@ -214,7 +332,7 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
   // not told by the transport: its peers in other processes may wait on it.
   if (spanning && !generation.is_ok()) spanning->failed(local, seq, generation.status());
   // A rank that failed to arrive never joined the generation: nothing to depart.
-  if (generation.is_ok()) rendezvous.depart(local);
+  seat.depart();
   if (auto dumped = recorder.end(local, outcome.status(), user_aborted.load())) {
     outcome = Status(outcome.status().code(),
                      outcome.status().message() + "; flight recorder dumped to " + *dumped);

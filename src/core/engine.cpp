@@ -9,22 +9,45 @@
 // Reducing kinds never copy the input in first (Combine::kReduceInput), except
 // with a world of one, where no step runs.
 //   all_to_all_v    send = input, recv = output (rows in source order).
-// Every rank passes through the same barriers: setup, each algorithm step, and
-// completion, so a failure in any of them reaches every rank.
+// Every rank passes through the same barriers: setup, each algorithm step (the
+// in-process executor), and completion, so a failure in any of them reaches
+// every local rank. A rank whose algorithm fails still goes to the completion
+// barrier with its error (after announcing it to the other processes): the
+// transport executor has no local barrier per step, so a local peer that
+// finished its own exchanges learns of the failure there, at once, instead of
+// waiting out its deadline. Once a barrier of the collective returned an
+// error, every later barrier of it returns that error at once (the rendezvous
+// keeps it), so ranks that left the algorithm at different barriers still
+// meet no more than once.
 #include "core/engine.hpp"
 
 #include <unistd.h>
 
 #include <cstdio>
+#include <new>
 #include <optional>
 #include <string>
 
 #include "core/fault.hpp"
+#include "core/spanning.hpp"
 #include "ring/algorithms.hpp"
 #include "ring/schedule.hpp"
 
 namespace ruccl::core {
 namespace {
+
+// Across processes, a local rank that is late to a barrier is almost always
+// blocked in a transport exchange, which fails at its own deadline with the
+// error that names the remote rank at fault. The local barriers wait that much
+// longer, so that this error, not "rank R did not arrive" (R being the local
+// peer), is what every local rank gets; a local rank that is truly stuck is
+// still found, a little later.
+constexpr auto kLocalGrace = std::chrono::milliseconds(500);
+
+Clock::time_point barrier_deadline(const RankJob& job) {
+  return Clock::now() + job.timeout +
+         (job.spanning != nullptr ? kLocalGrace : Clock::duration::zero());
+}
 
 class InProcRun final : public ring::RankRun {
  public:
@@ -50,7 +73,7 @@ class InProcRun final : public ring::RankRun {
     return share(std::move(mine));
   }
   Status share(Status mine) override {
-    return job_.rendezvous->barrier(job_.rank, std::move(mine), Clock::now() + job_.timeout);
+    return job_.rendezvous->barrier(job_.rank, std::move(mine), barrier_deadline(job_));
   }
 
  private:
@@ -88,11 +111,13 @@ class PhasedRun final : public ring::RankRun {
   std::optional<ScopedSpan> span_;
 };
 
-// Fault injection (exit faults, RankJob::faults): wraps an executor and counts
-// the steps this rank starts in the collective, over every level (the local
-// and the cross-process rings share one counter, 0-based). When the planned
-// step starts, the process ends at once, as a crashed peer would: no unwinding,
-// no destructors, only stderr flushed so the line explaining it is not lost.
+// Fault injection (exit and oom faults, RankJob::faults): wraps an executor and
+// counts the steps this rank starts in the collective, over every level (the
+// local and the cross-process rings share one counter, 0-based). When the
+// planned step starts, the process ends at once, as a crashed peer would: no
+// unwinding, no destructors, only stderr flushed so the line explaining it is
+// not lost. An oom fault (at=step) throws std::bad_alloc there instead, as an
+// allocation of the algorithm would.
 class ExitRun final : public ring::RankRun {
  public:
   ExitRun(ring::RankRun& inner, const FaultPlan& plan, std::size_t rank, std::uint64_t seq,
@@ -110,6 +135,8 @@ class ExitRun final : public ring::RankRun {
       std::fflush(stderr);
       ::_exit(f->exit_code);
     }
+    if (const Fault* f = plan_.find(FaultKind::kOom, rank_, seq_, step); f && f->at == "step")
+      throw std::bad_alloc();
     return inner_.step(sends, recvs, combine);
   }
   Status share(Status mine) override { return inner_.share(std::move(mine)); }
@@ -167,14 +194,22 @@ class RankExecution {
         local_(job.rank) {}
 
   Result<RankOutcome> run() {
-    Status setup_status = guarded([&] { return setup(); });
-    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(setup_status), Clock::now() + job_.timeout));
-    InProcRun in_process(job_, rank_, world_);
-    Decorated run(job_.run != nullptr ? *job_.run : in_process, job_, steps_, job_.tracer,
-                  job_.tracer ? trace_args() : std::string());
-    RUCCL_TRY(guarded([&] { return algorithm(*run); }));
-    Status done = guarded([&] { return complete(); });
-    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(done), Clock::now() + job_.timeout));
+    Status setup_status = contained("collective setup", [&] { return setup(); });
+    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(setup_status), barrier_deadline(job_)));
+    Status done = contained("the algorithm", [&] {
+      InProcRun in_process(job_, rank_, world_);
+      Decorated run(job_.run != nullptr ? *job_.run : in_process, job_, steps_, job_.tracer,
+                    job_.tracer ? trace_args() : std::string());
+      return algorithm(*run);
+    });
+    if (!done.is_ok() && job_.spanning != nullptr) {  // remote and local peers may wait on us
+      (void)contained("the failure notice", [&] {
+        job_.spanning->failed(local_, job_.generation->seq, done);
+        return Status::ok();
+      });
+    }
+    if (done.is_ok()) done = contained("collective completion", [&] { return complete(); });
+    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(done), barrier_deadline(job_)));
     return std::move(outcome_);
   }
 
@@ -395,6 +430,12 @@ class RankExecution {
 
 }  // namespace
 
-Result<RankOutcome> execute(const RankJob& job) { return RankExecution(job).run(); }
+Result<RankOutcome> execute(const RankJob& job) {
+  if (job.failed) {  // to the setup barrier with the error, where the others are
+    Status common = job.rendezvous->barrier(job.rank, *job.failed, barrier_deadline(job));
+    return common.is_ok() ? *job.failed : common;
+  }
+  return RankExecution(job).run();
+}
 
 }  // namespace ruccl::core

@@ -1,10 +1,15 @@
 // The engine: one rank's execution of one agreed collective on the in-process
 // communicator. It lays out the rank's buffers for the collective kind, runs
 // the algorithm from src/ring over the device adapter, and produces the rank's
-// output. Every device call is guarded: an exception becomes kDeviceError.
+// output. No exception leaves it: every device call goes through a
+// GuardedAdapter (an adapter's exception becomes kDeviceError, its bad_alloc
+// kOutOfMemory), and each phase of ruccl's own code is contained (an exception
+// becomes kInternal, a bad_alloc kOutOfMemory) and reaches the phase's barrier
+// like any other failure, so every rank gets it.
 #pragma once
 
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "core/log.hpp"
@@ -14,6 +19,7 @@
 namespace ruccl::core {
 
 class FaultPlan;
+class Spanning;
 
 struct RankOutcome {
   std::optional<Tensor> tensor;          // value forms
@@ -54,23 +60,77 @@ struct RankJob {
   ScratchCache* scratch = nullptr;
   std::chrono::milliseconds timeout{};  // of every wait (each barrier gets now + timeout)
   Tracer* tracer = nullptr;  // set: phase spans of the algorithm (RUCCL_TRACE)
-  // Set only when the plan holds an exit fault for this rank and collective:
-  // the executors are wrapped to _exit() when the planned step starts.
+  // Set only when the plan holds an exit or oom fault for this rank and
+  // collective: the executors are wrapped to _exit() (or throw bad_alloc) when
+  // the planned step starts.
   const FaultPlan* faults = nullptr;
+  // Set (a communicator spanning processes): a failure of this rank's
+  // algorithm is announced to the other processes (Spanning::failed) before
+  // the completion barrier, so that no peer, local or remote, waits on it.
+  Spanning* spanning = nullptr;
+  // Set: this rank failed after it arrived and before it could run (e.g. no
+  // memory for its executors). execute() brings this error to the setup
+  // barrier instead of setting up (every local rank gets it there) and reads
+  // nothing of the job but rank, rendezvous and timeout.
+  std::optional<Status> failed;
 };
 
 Result<RankOutcome> execute(const RankJob& job);
 
-// Runs `f` (returning Status or Result), turning any exception into kDeviceError.
+// The exception being handled, as a Status (call it only inside a catch
+// block): std::bad_alloc is kOutOfMemory, any other exception `other`. The
+// message says `where` it was thrown; should building it fail too, it is empty.
+Status current_exception_status(ErrorCode other, std::string_view where) noexcept;
+
+// Runs `f` (returning Status or Result) of ruccl's own code: an exception
+// becomes kInternal (bad_alloc: kOutOfMemory), saying `where`.
+template <typename F>
+auto contained(std::string_view where, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (...) {
+    return current_exception_status(ErrorCode::kInternal, where);
+  }
+}
+
+// Runs `f`, a device adapter's verb: an exception becomes kDeviceError
+// ("device adapter threw: ..."), a bad_alloc kOutOfMemory.
 template <typename F>
 auto guarded(F&& f) -> decltype(f()) {
   try {
     return f();
-  } catch (const std::exception& e) {
-    return Status(ErrorCode::kDeviceError, std::string("device adapter threw: ") + e.what());
   } catch (...) {
-    return Status(ErrorCode::kDeviceError, "device adapter threw a non-standard exception");
+    return current_exception_status(ErrorCode::kDeviceError, "device adapter");
   }
 }
+
+// Forwards every verb to `inner` through guarded(): nothing an adapter throws
+// passes it. The communicator hands the engine and the executors this one, so
+// that what escapes them is ruccl's own (kInternal).
+class GuardedAdapter final : public DeviceAdapter {
+ public:
+  explicit GuardedAdapter(DeviceAdapter& inner) : inner_(inner) {}
+  DeviceKind kind() const noexcept override { return inner_.kind(); }
+  Result<std::shared_ptr<AdapterState>> prepare(const TensorView& view, DeviceId device) override;
+  Status begin(Work& work, std::size_t rank) override;
+  Result<std::shared_ptr<void>> allocate(DeviceId device, std::size_t bytes) override;
+  Status copy(Work& work, std::size_t rank, void* dst, const void* src, std::size_t count) override;
+  Status exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
+                  Combine combine) override;
+  Status combine(Work& work, std::size_t rank, std::size_t dst_offset, const void* staged,
+                 std::size_t count, Combine combine) override;
+  Result<std::shared_ptr<void>> allocate_host_staging(DeviceId device, std::size_t bytes) override;
+  Result<StageTicket> stage_out(Work& work, std::size_t rank, Source source, Range range,
+                                void* host_dst) override;
+  Result<StageTicket> stage_in(Work& work, std::size_t rank, std::size_t dst_offset,
+                               const void* host_src, std::size_t count, Combine how) override;
+  Status wait_staged(Work& work, std::size_t rank, StageTicket ticket) override;
+  Status scale(Work& work, std::size_t rank, void* data, std::size_t count,
+               std::size_t divisor) override;
+  Status finish(Work& work, std::size_t rank) override;
+
+ private:
+  DeviceAdapter& inner_;
+};
 
 }  // namespace ruccl::core

@@ -47,7 +47,7 @@ std::optional<T> number(std::string_view text) {
 
 std::optional<FaultKind> kind_of(std::string_view name) {
   for (FaultKind k : {FaultKind::kStall, FaultKind::kExit, FaultKind::kDrop, FaultKind::kCorrupt,
-                      FaultKind::kAdapter, FaultKind::kCreate})
+                      FaultKind::kAdapter, FaultKind::kCreate, FaultKind::kOom})
     if (fault_kind_name(k) == name) return k;
   return std::nullopt;
 }
@@ -64,6 +64,7 @@ bool takes(FaultKind kind, std::string_view key) {
     case FaultKind::kCorrupt: return key == "step";
     case FaultKind::kAdapter: return key == "verb";
     case FaultKind::kCreate: break;
+    case FaultKind::kOom: return key == "at" || key == "step";
   }
   return false;
 }
@@ -78,7 +79,7 @@ Result<Fault> parse_one(std::string_view text) {
   const auto kind = kind_of(name);
   if (!kind)
     return bad("unknown kind '" + std::string(name) +
-               "' (expected stall, exit, drop, corrupt, adapter or create)");
+               "' (expected stall, exit, drop, corrupt, adapter, create or oom)");
   Fault f;
   f.kind = *kind;
   bool has_rank = false, has_seq = false, has_stage = false, has_process = false;
@@ -135,6 +136,10 @@ Result<Fault> parse_one(std::string_view text) {
       auto v = number<int>(value);
       if (!v || *v < 0 || *v > 255) return bad(what + " is not an exit code 0..255");
       f.exit_code = *v;
+    } else if (key == "at") {
+      if (value != "check" && value != "run" && value != "step")
+        return bad(what + " is not a point (check, run or step)");
+      f.at = std::string(value);
     } else {  // verb
       if (std::find(std::begin(kVerbs), std::end(kVerbs), value) == std::end(kVerbs))
         return bad(what + " is not a device verb (prepare, begin, allocate, copy, exchange, "
@@ -149,6 +154,7 @@ Result<Fault> parse_one(std::string_view text) {
   }
   if (!has_rank) return bad("rank=<global rank> is required");
   if (!has_seq) return bad("seq=<collective sequence number> is required");
+  if (f.kind == FaultKind::kOom && f.at.empty()) return bad("at=check|run|step is required");
   return f;
 }
 
@@ -161,6 +167,7 @@ std::string_view fault_kind_name(FaultKind kind) noexcept {
     case FaultKind::kDrop: return "drop";
     case FaultKind::kCorrupt: return "corrupt";
     case FaultKind::kAdapter: return "adapter";
+    case FaultKind::kOom: return "oom";
     case FaultKind::kCreate: return "create";
   }
   return "?";

@@ -15,6 +15,10 @@
 //   drop / corrupt  the transport: a message is lost / has its bytes flipped;
 //   create   world creation (src/multinode/world.cpp): the process _exit()s or
 //            throws when creation reaches the named stage (fire_create_fault).
+//   oom      core: ruccl's own code throws std::bad_alloc at a chosen point
+//            (at=check: in the rank's local check, before the agreement;
+//            at=run: after the rendezvous, before the engine runs; at=step:
+//            when the step starts, inside the engine).
 #pragma once
 
 #include <atomic>
@@ -30,7 +34,7 @@
 
 namespace ruccl::core {
 
-enum class FaultKind : std::uint8_t { kStall, kExit, kDrop, kCorrupt, kAdapter, kCreate };
+enum class FaultKind : std::uint8_t { kStall, kExit, kDrop, kCorrupt, kAdapter, kCreate, kOom };
 
 // The stages of world creation, in order (world.cpp):
 //   start       entering creation, before the first agreement (devices, config, token)
@@ -55,6 +59,7 @@ struct Fault {
   CreateStage stage = CreateStage::kStart;  // create: where
   std::size_t process = 0;              // create: the process (bootstrap order) it hits
   bool throws = false;                  // create: throw std::runtime_error instead of _exit
+  std::string at;                       // oom: "check", "run" or "step"
 };
 
 class FaultPlan {
@@ -62,7 +67,7 @@ class FaultPlan {
   // Grammar: faults separated by ';', each "kind:key=value,key=value".
   //   stall:rank=1,seq=3[,ms=2000]      exit:rank=2,seq=5[,step=3][,code=9]
   //   drop:rank=0,seq=4[,step=1]        corrupt:rank=1,seq=2[,step=0]
-  //   adapter:rank=0,seq=1[,verb=combine]
+  //   adapter:rank=0,seq=1[,verb=combine]  oom:rank=1,seq=2,at=check|run|step[,step=0]
   //   create:stage=address,process=1[,action=exit|throw][,code=9]
   // rank and seq are required (create: stage and process instead); a key the kind does not take, a repeated key or
   // a bad number is an error. Blanks around faults, keys and values are ignored.

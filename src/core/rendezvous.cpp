@@ -9,9 +9,11 @@ namespace {
 constexpr int kBarrierSpinMicros = 50;
 }  // namespace
 
-Rendezvous::Rendezvous(std::size_t world, std::chrono::milliseconds drain_grace)
+Rendezvous::Rendezvous(std::size_t world, std::chrono::milliseconds drain_grace,
+                       std::size_t first)
     : world_(world),
       drain_grace_(drain_grace),
+      first_(first),
       arrived_flags_(world, false),
       requests_(world, nullptr),
       locals_(world, nullptr),
@@ -23,7 +25,7 @@ Status Rendezvous::timeout_status(const char* waiting_for, const std::vector<boo
   std::size_t n = 0;
   for (std::size_t r = 0; r < world_; ++r) {
     if (!present[r]) {
-      missing += (n++ ? ", " : "") + std::to_string(r);
+      missing += (n++ ? ", " : "") + std::to_string(first_ + r);
     }
   }
   const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
@@ -155,19 +157,25 @@ Result<Rendezvous::Generation*> Rendezvous::arrive(std::size_t rank, std::uint64
 Status Rendezvous::barrier(std::size_t rank, Status mine, Clock::time_point deadline) {
   std::unique_lock lock(mutex_);
   if (broken_) return broken_after_drain(lock);
-  if (!mine.is_ok() && !barrier_pending_)
-    barrier_pending_ = mine.with_context(describe(generation_.seq, generation_.kind) +
-                                         " failed on rank " + std::to_string(rank));
+  // (A rank that failed keeps its error: it had it from an earlier barrier.)
+  if (barrier_failed_) return mine.is_ok() ? *barrier_failed_ : mine;
+  Status own;  // ok, or this rank's failure, said where
+  if (!mine.is_ok()) {
+    own = mine.with_context(describe(generation_.seq, generation_.kind) + " failed on rank " +
+                            std::to_string(first_ + rank));
+    if (!barrier_pending_) barrier_pending_ = own;
+  }
   at_barrier_[rank] = true;
   const std::uint64_t phase = barrier_phase_.load(std::memory_order_relaxed);
   if (++barrier_count_ == world_) {
     barrier_result_ = barrier_pending_ ? *barrier_pending_ : Status::ok();
+    if (barrier_pending_) barrier_failed_ = barrier_result_;
     barrier_pending_.reset();
     barrier_count_ = 0;
     at_barrier_.assign(world_, false);
     barrier_phase_.store(phase + 1, std::memory_order_release);
     changed_.notify_all();
-    return barrier_result_;
+    return own.is_ok() ? barrier_result_ : own;
   }
   // Steps are short: poll the phase for a little while (yielding the core, as
   // ranks may outnumber cores) before sleeping on the condition variable.
@@ -178,7 +186,7 @@ Status Rendezvous::barrier(std::size_t rank, Status mine, Clock::time_point dead
   lock.lock();
   RUCCL_TRY(wait(lock, deadline, [&] { return barrier_phase_ != phase; },
                  "every rank to finish a step", at_barrier_));
-  return barrier_result_;
+  return own.is_ok() ? barrier_result_ : own;
 }
 
 void Rendezvous::depart(std::size_t rank) {
@@ -191,6 +199,7 @@ void Rendezvous::depart(std::size_t rank) {
     arrived_ = 0;
     departed_ = 0;
     ready_ = false;
+    barrier_failed_.reset();
     generation_.work = Work{};
     changed_.notify_all();
   }

@@ -31,7 +31,8 @@ class Rendezvous {
  public:
   // `drain_grace`: how long a rank leaving a broken collective waits for peers
   // still inside a device call that may read its buffers (see enter_device).
-  Rendezvous(std::size_t world, std::chrono::milliseconds drain_grace);
+  // Seats are 0..world-1; messages name them as global ranks, first + seat.
+  Rendezvous(std::size_t world, std::chrono::milliseconds drain_grace, std::size_t first = 0);
 
   // Everything one generation shares. Valid between arrive() and depart().
   struct Generation {
@@ -52,8 +53,12 @@ class Rendezvous {
   Result<Generation*> arrive(std::size_t rank, std::uint64_t seq, const Request& request,
                              const Result<Geometry>& local, Clock::time_point deadline,
                              const Result<Plan>* agreed = nullptr);
-  // Reports `mine` and blocks until every rank reached this barrier. Returns the
-  // first (lowest-rank) failure of this barrier, for every rank, or ok.
+  // Reports `mine` and blocks until every rank reached this barrier. Returns
+  // ok if no rank failed; else, to a rank that failed, its own failure (it
+  // names whom that rank waited on), to the others the first failure
+  // reported (each with "collective #K (kind) failed on rank R"). Once a
+  // barrier of the generation failed, every later one returns that failure at
+  // once without waiting (its ranks left together; none waits for the others).
   Status barrier(std::size_t rank, Status mine, Clock::time_point deadline);
   void depart(std::size_t rank);
 
@@ -79,6 +84,7 @@ class Rendezvous {
 
   const std::size_t world_;
   const std::chrono::milliseconds drain_grace_;
+  const std::size_t first_;  // global rank of seat 0 (for messages)
   std::size_t in_device_ = 0;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
@@ -101,6 +107,7 @@ class Rendezvous {
   std::atomic<std::uint64_t> barrier_phase_{0};  // written under mutex_, polled without it
   std::optional<Status> barrier_pending_;   // first failure of the open phase
   Status barrier_result_;                   // outcome of the last completed phase
+  std::optional<Status> barrier_failed_;    // the generation's first failed phase
 };
 
 }  // namespace ruccl::core

@@ -24,6 +24,7 @@ std::string_view error_code_name(ErrorCode code) noexcept {
     case ErrorCode::kPeerFailure: return "PeerFailure";
     case ErrorCode::kInternal: return "Internal";
     case ErrorCode::kProtocolError: return "ProtocolError";
+    case ErrorCode::kOutOfMemory: return "OutOfMemory";
   }
   return "Unknown";
 }

@@ -121,7 +121,7 @@ Result<Decoded> decode(std::span<const std::uint64_t> w, std::size_t world) {
   RUCCL_TRY(in_range(2, static_cast<std::uint64_t>(ReduceOp::kProd), "op"));
   RUCCL_TRY(in_range(4, 1, "has_input flag"));
   RUCCL_TRY(in_range(5, 1, "output flag"));
-  RUCCL_TRY(in_range(8, static_cast<std::uint64_t>(ErrorCode::kProtocolError), "error code"));
+  RUCCL_TRY(in_range(8, static_cast<std::uint64_t>(kLastErrorCode), "error code"));
   RUCCL_TRY(in_range(12, kMaxDims, "dims"));
   RUCCL_TRY(in_range(kHeader + kMaxDims + world, kMessageWords * 8, "message length"));
 

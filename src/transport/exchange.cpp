@@ -192,7 +192,7 @@ Status UcxTransport::notice() {
                                 expect.bytes)) {
       const auto* text = reinterpret_cast<const char*>(notice_buffer_.data() + kWireHeaderBytes);
       auto code = static_cast<ErrorCode>(text[0]);
-      if (code == ErrorCode::kOk || code > ErrorCode::kProtocolError) code = ErrorCode::kAborted;
+      if (code == ErrorCode::kOk || code > kLastErrorCode) code = ErrorCode::kAborted;
       notice_ = Status(code, "rank " + std::to_string(f.src) + " reports: " +
                                  std::string(text + 1, expect.bytes - 1));
       notice_from_peer_ = true;

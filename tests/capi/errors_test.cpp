@@ -363,7 +363,7 @@ TEST(CApiErrors, MpiCreationWithoutMpi) {
 // Every C code names the same kind as the C++ ErrorCode of the same value.
 TEST(CApiErrors, CodesMatchTheCppErrorCodes) {
   EXPECT_STREQ(ruccl_error_string(RUCCL_SUCCESS), "Success");
-  for (int code = 1; code <= static_cast<int>(ruccl::ErrorCode::kProtocolError); ++code)
+  for (int code = 1; code <= static_cast<int>(ruccl::kLastErrorCode); ++code)
     EXPECT_EQ(ruccl_error_string(static_cast<ruccl_result_t>(code)),
               ruccl::error_code_name(static_cast<ruccl::ErrorCode>(code)));
   EXPECT_STREQ(ruccl_error_string(static_cast<ruccl_result_t>(1000)), "Unknown");

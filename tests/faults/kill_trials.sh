@@ -22,7 +22,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 [ $# -ge 3 ] || { echo "usage: $0 <ruccl_fault_worker> <trials> <shm|tcp> [first-trial]" >&2; exit 2; }
 worker=$1 trials=$2 transport=$3 first=${4:-0}
-np=4
+# RUCCL_FAULT_NP processes (default 4) of RUCCL_FAULT_DEVICES ranks (default 1):
+# killing a process kills its ranks; survivors are the other processes' ranks,
+# and "the victim" is any rank of the killed process.
+np=${RUCCL_FAULT_NP:-4}
+devices=${RUCCL_FAULT_DEVICES:-1}
+world=$((np * devices))
 timeout_s=${RUCCL_FAULT_TIMEOUT_S:-2}   # RUCCL_TIMEOUT of the job
 slack_ms=${RUCCL_FAULT_SLACK_MS:-1500}   # scheduling on 2 cores; under one deadline, so a
                                          # survivor that waits a second deadline fails
@@ -42,21 +47,22 @@ for ((t = first; t < first + trials; ++t)); do
   dir=$work/t$t
   mkdir -p "$dir"
   faulty_mpirun $hard_s $np -x RUCCL_TIMEOUT="$timeout_s" -x RUCCL_INTRA_NODE_TRANSPORT="$transport" -- \
-      "$worker" --dir "$dir" allreduce-loop 1000000 >"$dir/out" 2>"$dir/err" &
+      "$worker" --devices-per-process "$devices" --dir "$dir" allreduce-loop 1000000 \
+      ${RUCCL_FAULT_COUNT:-} >"$dir/out" 2>"$dir/err" &
   job=$!
 
   # Every rank running (5 all-reduces done), then a random 0-150 ms into the loop.
   deadline=$(($(now_ms) + 30000))
-  while [ "$(running "$dir")" -lt $np ] && [ "$(now_ms)" -le $deadline ] && kill -0 $job 2>/dev/null; do
+  while [ "$(running "$dir")" -lt $world ] && [ "$(now_ms)" -le $deadline ] && kill -0 $job 2>/dev/null; do
     sleep 0.05
   done
-  if [ "$(running "$dir")" -lt $np ]; then
+  if [ "$(running "$dir")" -lt $world ]; then
     echo "trial $t: the job did not start (no progress within 30 s)"; tail -20 "$dir/err" | sed 's/^/  | /'
     failures=$((failures + 1)); kill -9 $job 2>/dev/null; wait $job 2>/dev/null; job=""; continue
   fi
   sleep "0.$((RANDOM % 150))"
   killed_at=$(now_ms)
-  kill -9 "$(cat "$dir/pid.$victim")"
+  kill -9 "$(cat "$dir/pid.$((victim * devices))")"
   wait $job; rc=$?; job=""
   wall_ms=$(($(now_ms) - killed_at))
 
@@ -66,8 +72,9 @@ for ((t = first; t < first + trials; ++t)); do
     verdict=HANG; hangs=$((hangs + 1))
   fi
   bad() { verdict=FAIL; notes+=" rank $r: $*;"; }
-  for ((r = 0; r < np; ++r)); do
-    [ $r -eq $victim ] && continue
+  victims="($(seq -s '|' $((victim * devices)) $((victim * devices + devices - 1))))"
+  for ((r = 0; r < world; ++r)); do
+    [ $((r / devices)) -eq $victim ] && continue
     line=$(result_line "$dir/out" $r)
     [ -n "$line" ] || { bad "no RESULT"; continue; }
     status=$(field "$line" status) seq=$(field "$line" seq) msg=$(message "$line")
@@ -85,15 +92,15 @@ for ((t = first; t < first + trials; ++t)); do
     # same moment, and one whose deadline passed on a live neighbour names that
     # neighbour: it cannot tell which rank down the ring stopped.)
     grep -Eq "rank [0-9]+" <<<"$msg" || bad "message names no rank"
-    grep -Eq "(rank|peer)s? ([0-9]+, )*$victim([^0-9]|\$)" <<<"$msg" && named=$((named + 1))
+    grep -Eq "(rank|peer)s? ([0-9]+, )*$victims([^0-9]|\$)" <<<"$msg" && named=$((named + 1))
     if [ "$check_seq" = 1 ] && ! grep -Eq "(collective #|seq )$seq([^0-9]|\$)" <<<"$msg"; then
       bad "message does not name collective #$seq"
     fi
     notes+=" r$r=$status/#$seq/${ms}ms"
   done
   r=any
-  [ $named -gt 0 ] || bad "no survivor names rank $victim"
-  echo "trial $t ($transport): killed rank $victim; job ended ${wall_ms} ms after the kill (rc $rc): $verdict;$notes"
+  [ $named -gt 0 ] || bad "no survivor names a rank of process $victim $victims"
+  echo "trial $t ($transport, ${np}x${devices}): killed process $victim; job ended ${wall_ms} ms after the kill (rc $rc): $verdict;$notes"
   if [ "$verdict" != ok ]; then
     failures=$((failures + 1))
     grep '^RESULT' "$dir/out" | sed 's/^/  | /'
@@ -103,5 +110,5 @@ done
 
 summary=$(printf '%s\n' "${detections[@]}" | sort -n | awk '
   { v[NR] = $1 } END { if (NR) printf "min %d / median %d / max %d ms over %d survivors", v[1], v[int((NR + 1) / 2)], v[NR], NR }')
-echo "kill_trials ($transport, RUCCL_TIMEOUT=${timeout_s}s): $trials trials, $failures failed, $hangs hangs; detection after the kill: $summary"
+echo "kill_trials ($transport, ${np} processes x ${devices} devices, RUCCL_TIMEOUT=${timeout_s}s): $trials trials, $failures failed, $hangs hangs; detection after the kill: $summary"
 [ $failures -eq 0 ]

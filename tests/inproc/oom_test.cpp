@@ -1,0 +1,177 @@
+// No exception leaves ruccl (issue 13, item 11): an allocation that fails, in
+// an adapter or in ruccl's own code, becomes kOutOfMemory on that rank and an
+// error on every other rank within a fraction of the deadline, and the
+// communicator either runs the next collective (the failure went through the
+// protocol) or is cleanly failed (the last-resort guard broke it): every later
+// call returns the error at once. Injected with the oom fault kind (ruccl's
+// code) and a test adapter that throws (the adapter's).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "test_support.hpp"
+
+namespace ruccl::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kRanks = 4;
+constexpr auto kTimeout = 5s;
+// Every rank must have its error well before the deadline (no one waits it out).
+constexpr auto kPrompt = 2s;
+
+Status sum_on(Communicator& comm, std::size_t rank) {
+  Bytes in = reduce_input_buffer(DataType::kF32, ReduceOp::kSum, rank, 300, 1);
+  return comm.all_reduce(rank, view1(in, DataType::kF32, rank), ReduceOp::kSum).status();
+}
+
+void run_good(Communicator& comm, std::size_t count) {
+  Failures f;
+  run_ranks(comm.world_size(), f, [&](std::size_t rank) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const Status s = sum_on(comm, rank);
+      RANK_CHECK(f, rank, s.is_ok(), "good collective " << i << ": " << describe(s));
+    }
+  });
+  ASSERT_TRUE(f.empty()) << f.report();
+}
+
+// Collective #1 with the fault; every rank's error, checked against `faulty`'s.
+void expect_oom_everywhere(Communicator& comm, std::size_t faulty, ErrorCode others) {
+  Failures f;
+  run_ranks(kRanks, f, [&](std::size_t rank) {
+    const auto t0 = Clock::now();
+    const Status s = sum_on(comm, rank);
+    const auto took = Clock::now() - t0;
+    const ErrorCode want = rank == faulty ? ErrorCode::kOutOfMemory : others;
+    RANK_CHECK(f, rank, s.code() == want, describe(s));
+    RANK_CHECK(f, rank, contains(s.message(), "rank " + std::to_string(faulty)), describe(s));
+    RANK_CHECK(f, rank, contains(s.message(), "collective #1"), describe(s));
+    RANK_CHECK(f, rank, took < kPrompt, "took " << std::chrono::duration<double>(took).count()
+                                                << " s: " << describe(s));
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
+// ---- ruccl's own code (RUCCL_FAULT oom) -----------------------------------------
+
+// In the local check (before the agreement) and in a step of the engine: the
+// error goes through the agreement / the step barrier; the group goes on.
+TEST(OutOfMemory, InTheCheckOrAStepReachesEveryRankAndTheGroupGoesOn) {
+  for (const char* at : {"at=check", "at=step", "at=step,step=2"}) {
+    SCOPED_TRACE(at);
+    auto comm = make_comm(kRanks, test_config(kRanks, kTimeout)
+                                      .with_fault(std::string("oom:rank=2,seq=1,") + at));
+    run_good(*comm, 1);  // #0
+    expect_oom_everywhere(*comm, 2, ErrorCode::kOutOfMemory);
+    EXPECT_FALSE(comm->aborted());
+    run_good(*comm, 2);  // #2, #3
+  }
+}
+
+// After the rendezvous, outside every finer handler: the call's guard breaks
+// the communicator with the error; every rank gets it at once, later calls too.
+TEST(OutOfMemory, EscapingBetweenArriveAndDepartFailsTheCommunicatorCleanly) {
+  auto comm = make_comm(kRanks, test_config(kRanks, kTimeout).with_fault("oom:rank=1,seq=1,at=run"));
+  run_good(*comm, 1);
+  expect_oom_everywhere(*comm, 1, ErrorCode::kOutOfMemory);
+  EXPECT_TRUE(comm->aborted());
+  Failures f;
+  run_ranks(kRanks, f, [&](std::size_t rank) {
+    const auto t0 = Clock::now();
+    const Status s = sum_on(*comm, rank);
+    RANK_CHECK(f, rank, s.code() == ErrorCode::kOutOfMemory, describe(s));
+    RANK_CHECK(f, rank, Clock::now() - t0 < kPrompt, describe(s));
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
+TEST(OutOfMemory, ThePlanNeedsAPoint) {
+  auto comm = Communicator::create(host_devices(2), make_host_adapter(),
+                                   test_config(2).with_fault("oom:rank=1,seq=1"));
+  ASSERT_FALSE(comm.is_ok());
+  EXPECT_TRUE(contains(comm.status().message(), "at=")) << comm.status().to_string();
+}
+
+// ---- the adapter's ---------------------------------------------------------------
+
+// The host adapter, except that `verb` throws on `rank` in collective... the
+// first time it is called there after arm().
+class ThrowingAdapter final : public DeviceAdapter {
+ public:
+  ThrowingAdapter(std::string verb, std::size_t rank, bool bad_alloc)
+      : inner_(make_host_adapter()), verb_(std::move(verb)), rank_(rank), bad_alloc_(bad_alloc) {}
+  void arm() { armed_ = true; }
+  DeviceKind kind() const noexcept override { return inner_->kind(); }
+  Result<std::shared_ptr<AdapterState>> prepare(const TensorView& v, DeviceId d) override {
+    if (d.index == rank_) trip("prepare");
+    return inner_->prepare(v, d);
+  }
+  Status begin(Work& w, std::size_t r) override {
+    if (r == rank_) trip("begin");
+    return inner_->begin(w, r);
+  }
+  Result<std::shared_ptr<void>> allocate(DeviceId d, std::size_t b) override {
+    if (d.index == rank_) trip("allocate");
+    return inner_->allocate(d, b);
+  }
+  Status copy(Work& w, std::size_t r, void* dst, const void* src, std::size_t n) override {
+    return inner_->copy(w, r, dst, src, n);
+  }
+  Status exchange(Work& w, std::size_t r, std::span<const Transfer> in, Combine c) override {
+    if (r == rank_) trip("exchange");
+    return inner_->exchange(w, r, in, c);
+  }
+  Status scale(Work& w, std::size_t r, void* d, std::size_t n, std::size_t div) override {
+    return inner_->scale(w, r, d, n, div);
+  }
+  Status finish(Work& w, std::size_t r) override {
+    if (r == rank_) trip("finish");
+    return inner_->finish(w, r);
+  }
+
+ private:
+  void trip(const char* verb) {
+    if (verb_ != verb || !armed_.exchange(false)) return;
+    if (bad_alloc_) throw std::bad_alloc();
+    throw std::runtime_error(std::string("test adapter: ") + verb + " broke");
+  }
+  std::shared_ptr<DeviceAdapter> inner_;
+  const std::string verb_;
+  const std::size_t rank_;
+  const bool bad_alloc_;
+  std::atomic<bool> armed_{false};
+};
+
+TEST(OutOfMemory, AnAdaptersBadAllocIsOutOfMemoryItsOtherExceptionsDeviceError) {
+  for (const char* verb : {"prepare", "begin", "allocate", "exchange", "finish"}) {
+    for (bool bad_alloc : {true, false}) {
+      SCOPED_TRACE(std::string(verb) + (bad_alloc ? " bad_alloc" : " runtime_error"));
+      auto adapter = std::make_shared<ThrowingAdapter>(verb, 3, bad_alloc);
+      auto comm = Communicator::create(host_devices(kRanks), adapter, test_config(kRanks, kTimeout));
+      ASSERT_TRUE(comm.is_ok()) << comm.status().to_string();
+      run_good(*comm.value(), 1);
+      adapter->arm();
+      const ErrorCode want = bad_alloc ? ErrorCode::kOutOfMemory : ErrorCode::kDeviceError;
+      Failures f;
+      run_ranks(kRanks, f, [&](std::size_t rank) {
+        const auto t0 = Clock::now();
+        const Status s = sum_on(*comm.value(), rank);
+        RANK_CHECK(f, rank, s.code() == want, describe(s));
+        RANK_CHECK(f, rank, contains(s.message(), "rank 3"), describe(s));
+        RANK_CHECK(f, rank, contains(s.message(), "collective #1"), describe(s));
+        RANK_CHECK(f, rank, contains(s.message(), bad_alloc ? "out of memory" : "broke"), describe(s));
+        RANK_CHECK(f, rank, Clock::now() - t0 < kPrompt, describe(s));
+      });
+      EXPECT_TRUE(f.empty()) << f.report();
+      run_good(*comm.value(), 2);  // the group goes on
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ruccl::test
