@@ -1,13 +1,16 @@
-// The host adapter's verbs on one rank's buffers, without a communicator:
-// combine (a received message) in every mode, and its bounds checks.
+// The executors' side of the device contract without a communicator: resolve()
+// (the one bounds check), and a received message combined through the host
+// adapter's memory verbs in every mode.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "ruccl/device.hpp"
+#include "core/work.hpp"
 
 namespace ruccl {
 namespace {
+
+using core::kElsewhere;
 
 struct OneRank {
   std::vector<float> input{1, 2, 3, 4};
@@ -28,27 +31,33 @@ struct OneRank {
   }
 };
 
+Status combine(DeviceAdapter& adapter, const Work& work, std::size_t dst_offset, const float* msg,
+               std::size_t count, Combine how) {
+  return core::completed(adapter, work.ranks[0].queue(),
+                         core::combine(adapter, work, 0, dst_offset, msg, count, how));
+}
+
 TEST(HostAdapter, CombineAppliesAReceivedMessageInEveryMode) {
   auto adapter = make_host_adapter();
   const float msg[2] = {100, 200};
   {
     OneRank r(ReduceOp::kSum);
-    ASSERT_TRUE(adapter->combine(r.work, 0, 1, msg, 2, Combine::kCopy).is_ok());
+    ASSERT_TRUE(combine(*adapter, r.work, 1, msg, 2, Combine::kCopy).is_ok());
     EXPECT_EQ(r.recv, (std::vector<float>{10, 100, 200, 40}));
   }
   {
     OneRank r(ReduceOp::kSum);
-    ASSERT_TRUE(adapter->combine(r.work, 0, 2, msg, 2, Combine::kReduce).is_ok());
+    ASSERT_TRUE(combine(*adapter, r.work, 2, msg, 2, Combine::kReduce).is_ok());
     EXPECT_EQ(r.recv, (std::vector<float>{10, 20, 130, 240}));
   }
   {
     OneRank r(ReduceOp::kMax);
-    ASSERT_TRUE(adapter->combine(r.work, 0, 0, msg, 2, Combine::kReduceInput).is_ok());
+    ASSERT_TRUE(combine(*adapter, r.work, 0, msg, 2, Combine::kReduceInput).is_ok());
     EXPECT_EQ(r.recv, (std::vector<float>{100, 200, 30, 40}));  // max(input, msg)
   }
   {
     OneRank r(ReduceOp::kProd);
-    ASSERT_TRUE(adapter->combine(r.work, 0, 2, msg, 2, Combine::kReduceInput).is_ok());
+    ASSERT_TRUE(combine(*adapter, r.work, 2, msg, 2, Combine::kReduceInput).is_ok());
     EXPECT_EQ(r.recv, (std::vector<float>{10, 20, 300, 800}));  // input * msg
   }
 }
@@ -57,7 +66,7 @@ TEST(HostAdapter, CombineOutOfBoundsIsAnErrorAndWritesNothing) {
   auto adapter = make_host_adapter();
   const float msg[2] = {100, 200};
   OneRank r(ReduceOp::kSum);
-  Status s = adapter->combine(r.work, 0, 3, msg, 2, Combine::kCopy);
+  Status s = combine(*adapter, r.work, 3, msg, 2, Combine::kCopy);
   EXPECT_EQ(s.code(), ErrorCode::kInternal);
   EXPECT_NE(s.message().find("out of bounds"), std::string::npos) << s.to_string();
   EXPECT_EQ(r.recv, (std::vector<float>{10, 20, 30, 40}));
@@ -76,11 +85,72 @@ TEST(HostAdapter, BytesNeverReduce) {
   b.recv_count = 2;
   w.ranks.push_back(b);
   const unsigned char msg[2] = {9, 9};
-  Status s = adapter->combine(w, 0, 0, msg, 2, Combine::kReduce);
+  Status s = core::combine(*adapter, w, 0, 0, msg, 2, Combine::kReduce).status();
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(recv, (std::vector<unsigned char>{3, 4}));
-  EXPECT_TRUE(adapter->combine(w, 0, 0, msg, 2, Combine::kCopy).is_ok());
+  EXPECT_TRUE(core::combine(*adapter, w, 0, 0, msg, 2, Combine::kCopy).is_ok());
   EXPECT_EQ(recv, (std::vector<unsigned char>{9, 9}));
+}
+
+// ---- resolve ------------------------------------------------------------------
+
+TEST(Resolve, PointsIntoTheBuffersOfBothEnds) {
+  OneRank r(ReduceOp::kSum);
+  const auto* in = reinterpret_cast<const std::byte*>(r.input.data());
+  auto* recv = reinterpret_cast<std::byte*>(r.recv.data());
+  auto got = core::resolve(r.work, Transfer{0, Range{1, 2}, 2, Source::kInput},
+                           Combine::kReduceInput, 0, 0);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  EXPECT_EQ(got.value().src, in + 4);
+  EXPECT_EQ(got.value().dst, recv + 8);
+  EXPECT_EQ(got.value().own, in + 8);
+  EXPECT_EQ(got.value().count, 2u);
+  EXPECT_EQ(got.value().bytes, 8u);
+  // One end only: the other stays null; a send buffer is read by default.
+  got = core::resolve(r.work, Transfer{5, Range{3, 1}, 0}, Combine::kCopy, 0, kElsewhere);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  EXPECT_EQ(got.value().src, recv + 12);
+  EXPECT_EQ(got.value().dst, nullptr);
+  EXPECT_EQ(got.value().own, nullptr);
+}
+
+TEST(Resolve, EveryRangeOutsideItsBufferIsInternal) {
+  OneRank r(ReduceOp::kSum);
+  const std::size_t huge = static_cast<std::size_t>(-1);
+  struct Case {
+    Transfer t;
+    Combine how;
+    std::size_t from, to;
+    const char* names;
+  };
+  const Case cases[] = {
+      {{0, Range{3, 2}, 0}, Combine::kCopy, 0, kElsewhere, "send buffer"},
+      {{0, Range{1, huge}, 0}, Combine::kCopy, 0, kElsewhere, "send buffer"},  // wraps
+      {{0, Range{4, 1}, 0, Source::kInput}, Combine::kCopy, 0, kElsewhere, "input of 4"},
+      {{0, Range{0, 2}, 3}, Combine::kCopy, kElsewhere, 0, "recv buffer"},
+      {{0, Range{0, 1}, huge}, Combine::kReduce, kElsewhere, 0, "recv buffer"},
+      {{0, Range{0, 1}, 0}, Combine::kCopy, 1, kElsewhere, "source rank"},
+      {{0, Range{0, 1}, 0}, Combine::kCopy, kElsewhere, 1, "destination rank"},
+  };
+  for (const Case& c : cases) {
+    auto got = core::resolve(r.work, c.t, c.how, c.from, c.to);
+    ASSERT_FALSE(got.is_ok()) << c.names;
+    EXPECT_EQ(got.status().code(), ErrorCode::kInternal);
+    EXPECT_NE(got.status().message().find(c.names), std::string::npos) << got.status().to_string();
+  }
+  // kReduceInput also needs the destination's input there.
+  r.work.ranks[0].input_count = 1;
+  auto got = core::resolve(r.work, Transfer{0, Range{0, 2}, 0}, Combine::kReduceInput, kElsewhere, 0);
+  ASSERT_FALSE(got.is_ok());
+  EXPECT_NE(got.status().message().find("own input range"), std::string::npos);
+  // A null buffer holds nothing; an empty transfer needs nothing.
+  r.work.ranks[0].input = nullptr;
+  EXPECT_FALSE(core::resolve(r.work, Transfer{0, Range{0, 1}, 0, Source::kInput}, Combine::kCopy, 0,
+                             kElsewhere)
+                   .is_ok());
+  EXPECT_TRUE(core::resolve(r.work, Transfer{0, Range{9, 0}, 9, Source::kInput},
+                            Combine::kReduceInput, 0, 0)
+                  .is_ok());
 }
 
 }  // namespace
