@@ -91,7 +91,7 @@ Result<std::byte*> TransportRun::destination(const Transfer& t, Combine combine)
 bool TransportRun::staging(Combine combine) const {
   // Where a received message goes on the direct paths (host memory, or device
   // memory the transport writes itself): a copy lands in place, a reduction
-  // needs the message in host memory first (DeviceAdapter::combine).
+  // needs the message in host memory first (core::combine).
   return combine != Combine::kCopy;
 }
 

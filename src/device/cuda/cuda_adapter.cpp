@@ -67,7 +67,7 @@ kernels::Op kernel_op(ReduceOp op) {
     case ReduceOp::kProd: return kernels::Op::kProd;
     case ReduceOp::kMin: return kernels::Op::kMin;
     case ReduceOp::kMax: return kernels::Op::kMax;
-    case ReduceOp::kSum: case ReduceOp::kMean: break;  // Mean divides in scale()
+    case ReduceOp::kSum: case ReduceOp::kMean: break;  // Mean divides in divide()
   }
   return kernels::Op::kSum;
 }
@@ -226,7 +226,9 @@ class CudaAdapter final : public DeviceAdapter {
         RUCCL_TRY(check_pointer(dst, 1, l.gpu, "copy destination", l.name()));
       auto from = locate(src, 1, l, "copy source");
       RUCCL_TRY(from);
-      return queue_copy(l, dst, src, from.value().device_gpu(l.gpu), bytes);
+      // A peer copy only between two GPUs' memory; anything else through UVA.
+      const int src_gpu = to.value().type == cudaMemoryTypeHost ? l.gpu : from.value().device_gpu(l.gpu);
+      return queue_copy(l, dst, src, src_gpu, bytes);
     });
   }
 
