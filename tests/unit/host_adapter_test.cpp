@@ -3,6 +3,7 @@
 // adapter's memory verbs in every mode.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <vector>
 
 #include "core/work.hpp"
@@ -151,6 +152,88 @@ TEST(Resolve, EveryRangeOutsideItsBufferIsInternal) {
   EXPECT_TRUE(core::resolve(r.work, Transfer{0, Range{9, 0}, 9, Source::kInput},
                             Combine::kReduceInput, 0, 0)
                   .is_ok());
+}
+
+// ---- exchange: the in-process step over the memory verbs -------------------------
+
+// The host adapter, except that copy and reduce only queue their work until
+// wait(); begin() records the producers it was ordered after.
+class Deferring final : public DeviceAdapter {
+ public:
+  DeviceKind kind() const noexcept override { return DeviceKind::kHost; }
+  Result<std::shared_ptr<AdapterState>> prepare(const TensorView& v, DeviceId d) override {
+    return host_->prepare(v, d);
+  }
+  Status begin(const Queue&, const AdapterState* producer) override {
+    producers.push_back(producer);
+    return Status::ok();
+  }
+  Status finish(const Queue&) override { return Status::ok(); }
+  Result<std::shared_ptr<void>> allocate(DeviceId d, std::size_t bytes) override {
+    return host_->allocate(d, bytes);
+  }
+  Result<Ticket> copy(const Queue& q, void* dst, const void* src, std::size_t bytes) override {
+    return later([=, this] { return host_->copy(q, dst, src, bytes).status(); });
+  }
+  Result<Ticket> reduce(const Queue& q, void* dst, const void* a, const void* b, std::size_t n,
+                        DataType dt, ReduceOp op) override {
+    return later([=, this] { return host_->reduce(q, dst, a, b, n, dt, op).status(); });
+  }
+  Result<Ticket> divide(const Queue& q, void* d, std::size_t n, DataType dt,
+                        std::size_t div) override {
+    return later([=, this] { return host_->divide(q, d, n, dt, div).status(); });
+  }
+  Status wait(const Queue&, Ticket t) override {
+    for (; done_ < t && done_ < queued_.size(); ++done_) RUCCL_TRY(queued_[done_]());
+    return Status::ok();
+  }
+  std::size_t pending() const { return queued_.size() - done_; }
+  std::vector<const AdapterState*> producers;
+
+ private:
+  Ticket later(std::function<Status()> f) {
+    queued_.push_back(std::move(f));
+    return queued_.size();
+  }
+  std::shared_ptr<DeviceAdapter> host_ = make_host_adapter();
+  std::vector<std::function<Status()>> queued_;
+  std::size_t done_ = 0;
+};
+
+struct TwoRanks {
+  std::vector<float> in0{1, 2}, in1{10, 20}, out0{0, 0};
+  Work work;
+  std::shared_ptr<AdapterState> state0 = std::make_shared<AdapterState>(),
+                                state1 = std::make_shared<AdapterState>();
+  TwoRanks() {
+    work.world = 2;
+    work.ranks.resize(2);
+    work.ranks[0] = RankBuffers{host_device(0), nullptr, in0.data(), 2, out0.data(), 2,
+                                out0.data(), 2, state0};
+    work.ranks[1] = RankBuffers{host_device(1), nullptr, in1.data(), 2, in1.data(), 2,
+                                nullptr, 0, state1};
+  }
+};
+
+TEST(Exchange, PullsAfterEachSourcesProducerAndReturnsWithItsWorkDone) {
+  TwoRanks r;
+  Deferring adapter;
+  const Transfer in[] = {{1, Range{0, 2}, 0, Source::kInput}};
+  ASSERT_TRUE(core::exchange(adapter, r.work, 0, in, Combine::kReduceInput).is_ok());
+  EXPECT_EQ(r.out0, (std::vector<float>{11, 22}));
+  EXPECT_EQ(adapter.pending(), 0u);
+  EXPECT_EQ(adapter.producers, (std::vector<const AdapterState*>{r.state1.get()}));
+}
+
+TEST(Exchange, AFailedStepStillWaitsForWhatItQueued) {
+  TwoRanks r;
+  Deferring adapter;
+  const Transfer in[] = {{1, Range{0, 1}, 0}, {1, Range{1, 2}, 0}};  // the second leaves the buffer
+  Status s = core::exchange(adapter, r.work, 0, in, Combine::kCopy);
+  EXPECT_EQ(s.code(), ErrorCode::kInternal) << s.to_string();
+  EXPECT_NE(s.message().find("out of bounds"), std::string::npos) << s.to_string();
+  EXPECT_EQ(adapter.pending(), 0u) << "the first copy was left queued";
+  EXPECT_EQ(r.out0, (std::vector<float>{10, 0}));
 }
 
 }  // namespace
