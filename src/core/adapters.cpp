@@ -36,72 +36,39 @@ Result<std::shared_ptr<AdapterState>> GuardedAdapter::prepare(const TensorView& 
                                                               DeviceId device) {
   return guarded([&] { return inner_.prepare(view, device); });
 }
-Status GuardedAdapter::begin(Work& work, std::size_t rank) {
-  return guarded([&] { return inner_.begin(work, rank); });
+Status GuardedAdapter::begin(const Queue& queue, const AdapterState* producer) {
+  return guarded([&] { return inner_.begin(queue, producer); });
+}
+Status GuardedAdapter::finish(const Queue& queue) {
+  return guarded([&] { return inner_.finish(queue); });
 }
 Result<std::shared_ptr<void>> GuardedAdapter::allocate(DeviceId device, std::size_t bytes) {
   return guarded([&] { return inner_.allocate(device, bytes); });
-}
-Status GuardedAdapter::copy(Work& work, std::size_t rank, void* dst, const void* src,
-                            std::size_t count) {
-  return guarded([&] { return inner_.copy(work, rank, dst, src, count); });
-}
-Status GuardedAdapter::exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
-                                Combine combine) {
-  return guarded([&] { return inner_.exchange(work, rank, incoming, combine); });
-}
-Status GuardedAdapter::combine(Work& work, std::size_t rank, std::size_t dst_offset,
-                               const void* staged, std::size_t count, Combine how) {
-  return guarded([&] { return inner_.combine(work, rank, dst_offset, staged, count, how); });
 }
 Result<std::shared_ptr<void>> GuardedAdapter::allocate_host_staging(DeviceId device,
                                                                     std::size_t bytes) {
   return guarded([&] { return inner_.allocate_host_staging(device, bytes); });
 }
-Result<DeviceAdapter::StageTicket> GuardedAdapter::stage_out(Work& work, std::size_t rank,
-                                                             Source source, Range range,
-                                                             void* host_dst) {
-  return guarded([&] { return inner_.stage_out(work, rank, source, range, host_dst); });
+Result<Ticket> GuardedAdapter::copy(const Queue& queue, void* dst, const void* src,
+                                    std::size_t bytes) {
+  return guarded([&] { return inner_.copy(queue, dst, src, bytes); });
 }
-Result<DeviceAdapter::StageTicket> GuardedAdapter::stage_in(Work& work, std::size_t rank,
-                                                            std::size_t dst_offset,
-                                                            const void* host_src,
-                                                            std::size_t count, Combine how) {
-  return guarded([&] { return inner_.stage_in(work, rank, dst_offset, host_src, count, how); });
+Result<Ticket> GuardedAdapter::reduce(const Queue& queue, void* dst, const void* a, const void* b,
+                                      std::size_t count, DataType dtype, ReduceOp op) {
+  return guarded([&] { return inner_.reduce(queue, dst, a, b, count, dtype, op); });
 }
-Status GuardedAdapter::wait_staged(Work& work, std::size_t rank, StageTicket ticket) {
-  return guarded([&] { return inner_.wait_staged(work, rank, ticket); });
+Result<Ticket> GuardedAdapter::divide(const Queue& queue, void* data, std::size_t count,
+                                      DataType dtype, std::size_t divisor) {
+  return guarded([&] { return inner_.divide(queue, data, count, dtype, divisor); });
 }
-Status GuardedAdapter::scale(Work& work, std::size_t rank, void* data, std::size_t count,
-                             std::size_t divisor) {
-  return guarded([&] { return inner_.scale(work, rank, data, count, divisor); });
+Status GuardedAdapter::wait(const Queue& queue, Ticket ticket) {
+  return guarded([&] { return inner_.wait(queue, ticket); });
 }
-Status GuardedAdapter::finish(Work& work, std::size_t rank) {
-  return guarded([&] { return inner_.finish(work, rank); });
+Status GuardedAdapter::entering(const char* operation) {
+  return decorated_ == nullptr ? Status::ok() : guarded([&] { return decorated_->entering(operation); });
 }
 
 }  // namespace core
-
-Status DeviceAdapter::combine(Work&, std::size_t, std::size_t, const void*, std::size_t, Combine) {
-  return Status(ErrorCode::kUnsupported,
-                std::string(device_kind_name(kind())) +
-                    " adapter cannot apply received messages (in-process only)");
-}
-
-Result<const std::byte*> staged_source(const Work& work, std::size_t rank, Source source,
-                                       Range range, const void* host_dst) {
-  const RankBuffers& me = work.ranks[rank];
-  const bool from_input = source == Source::kInput;
-  const void* base = from_input ? me.input : me.send;
-  const std::size_t count = from_input ? me.input_count : me.send_count;
-  if (host_dst == nullptr || base == nullptr || range.end() > count)
-    return Status(ErrorCode::kInternal,
-                  "staged source range out of bounds on rank " + std::to_string(rank) + " (offset " +
-                      std::to_string(range.offset) + ", count " + std::to_string(range.count) +
-                      ", " + (from_input ? "input" : "send buffer") + " of " +
-                      std::to_string(count) + ")");
-  return static_cast<const std::byte*>(base) + range.offset * dtype_size(work.dtype);
-}
 
 Result<std::shared_ptr<DeviceAdapter>> make_adapter(DeviceKind kind) {
   switch (kind) {

@@ -66,7 +66,7 @@ class InProcRun final : public ring::RankRun {
     Status mine = job_.rendezvous->enter_device();
     if (mine.is_ok()) {
       mine = guarded([&] {
-        return job_.adapter->exchange(job_.generation->work, job_.rank, recvs, combine);
+        return exchange(*job_.adapter, job_.generation->work, job_.rank, recvs, combine);
       });
       job_.rendezvous->leave_device();
     }
@@ -239,7 +239,8 @@ class RankExecution {
   }
   Status copy(void* dst, const void* src, std::size_t count) {
     if (dst == src || count == 0) return Status::ok();
-    return job_.adapter->copy(work_, local_, dst, src, count);
+    return completed(*job_.adapter, me_.queue(),
+                     job_.adapter->copy(me_.queue(), dst, src, count * es_));
   }
   std::vector<Range> segments() const {
     std::size_t bytes = std::min(job_.segment_bytes, req_.max_chunk_bytes);
@@ -260,7 +261,7 @@ class RankExecution {
       me_.input = req_.in.data;
       me_.input_count = n;
     }
-    RUCCL_TRY(job_.adapter->begin(work_, local_));
+    RUCCL_TRY(job_.adapter->begin(me_.queue(), me_.state.get()));
     switch (req_.kind) {
       case CollectiveKind::kAllReduce: {
         auto work = output(n);
@@ -362,7 +363,8 @@ class RankExecution {
 
   Status scale_if_mean(void* data, std::size_t count) {
     if (req_.op != ReduceOp::kMean || count == 0) return Status::ok();
-    return job_.adapter->scale(work_, local_, data, count, world_);
+    return completed(*job_.adapter, me_.queue(),
+                     job_.adapter->divide(me_.queue(), data, count, work_.dtype, world_));
   }
 
   Status complete() {
@@ -372,7 +374,7 @@ class RankExecution {
         RUCCL_TRY(scale_if_mean(me_.recv, geo_.count));
         break;
       case CollectiveKind::kReduce:
-        if (rank_ != plan_.root) return job_.adapter->finish(work_, local_);
+        if (rank_ != plan_.root) return job_.adapter->finish(me_.queue());
         RUCCL_TRY(scale_if_mean(me_.recv, geo_.count));
         break;
       case CollectiveKind::kBroadcast:
@@ -399,7 +401,7 @@ class RankExecution {
         shape = with_rows(req_.in.shape, out_rows_);
         break;
     }
-    RUCCL_TRY(job_.adapter->finish(work_, local_));
+    RUCCL_TRY(job_.adapter->finish(me_.queue()));
     if (!req_.out) {
       if (!allocated_) {  // an empty result still gets a (zero-element) tensor
         auto mem = job_.adapter->allocate(me_.device, 0);

@@ -14,6 +14,7 @@
 
 #include "core/log.hpp"
 #include "core/rendezvous.hpp"
+#include "core/work.hpp"
 #include "ring/rank_run.hpp"
 
 namespace ruccl::core {
@@ -107,30 +108,27 @@ auto guarded(F&& f) -> decltype(f()) {
 // Forwards every verb to `inner` through guarded(): nothing an adapter throws
 // passes it. The communicator hands the engine and the executors this one, so
 // that what escapes them is ruccl's own (kInternal).
-class GuardedAdapter final : public DeviceAdapter {
+class GuardedAdapter final : public AdapterDecorator {
  public:
-  explicit GuardedAdapter(DeviceAdapter& inner) : inner_(inner) {}
+  explicit GuardedAdapter(DeviceAdapter& inner)
+      : inner_(inner), decorated_(dynamic_cast<AdapterDecorator*>(&inner)) {}
   DeviceKind kind() const noexcept override { return inner_.kind(); }
   Result<std::shared_ptr<AdapterState>> prepare(const TensorView& view, DeviceId device) override;
-  Status begin(Work& work, std::size_t rank) override;
+  Status begin(const Queue& queue, const AdapterState* producer) override;
+  Status finish(const Queue& queue) override;
   Result<std::shared_ptr<void>> allocate(DeviceId device, std::size_t bytes) override;
-  Status copy(Work& work, std::size_t rank, void* dst, const void* src, std::size_t count) override;
-  Status exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
-                  Combine combine) override;
-  Status combine(Work& work, std::size_t rank, std::size_t dst_offset, const void* staged,
-                 std::size_t count, Combine combine) override;
   Result<std::shared_ptr<void>> allocate_host_staging(DeviceId device, std::size_t bytes) override;
-  Result<StageTicket> stage_out(Work& work, std::size_t rank, Source source, Range range,
-                                void* host_dst) override;
-  Result<StageTicket> stage_in(Work& work, std::size_t rank, std::size_t dst_offset,
-                               const void* host_src, std::size_t count, Combine how) override;
-  Status wait_staged(Work& work, std::size_t rank, StageTicket ticket) override;
-  Status scale(Work& work, std::size_t rank, void* data, std::size_t count,
-               std::size_t divisor) override;
-  Status finish(Work& work, std::size_t rank) override;
+  Result<Ticket> copy(const Queue& queue, void* dst, const void* src, std::size_t bytes) override;
+  Result<Ticket> reduce(const Queue& queue, void* dst, const void* a, const void* b,
+                        std::size_t count, DataType dtype, ReduceOp op) override;
+  Result<Ticket> divide(const Queue& queue, void* data, std::size_t count, DataType dtype,
+                        std::size_t divisor) override;
+  Status wait(const Queue& queue, Ticket ticket) override;
+  Status entering(const char* operation) override;
 
  private:
   DeviceAdapter& inner_;
+  AdapterDecorator* const decorated_;  // inner_, when it is a decorator too
 };
 
 }  // namespace ruccl::core

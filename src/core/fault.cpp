@@ -228,7 +228,7 @@ void fire_create_fault(const FaultPlan& plan, CreateStage stage, std::size_t pro
 // ---- FaultyAdapter -----------------------------------------------------------
 
 FaultyAdapter::FaultyAdapter(DeviceAdapter& inner, const Fault& fault)
-    : inner_(inner), fault_(fault) {}
+    : inner_(inner), decorated_(dynamic_cast<AdapterDecorator*>(&inner)), fault_(fault) {}
 
 std::optional<Status> FaultyAdapter::trip(const char* verb) {
   if (!fault_.verb.empty() && fault_.verb != verb) return std::nullopt;
@@ -243,37 +243,32 @@ Result<std::shared_ptr<AdapterState>> FaultyAdapter::prepare(const TensorView& v
   if (auto e = trip("prepare")) return *e;
   return inner_.prepare(view, device);
 }
-Status FaultyAdapter::begin(Work& work, std::size_t rank) {
+Status FaultyAdapter::begin(const Queue& queue, const AdapterState* producer) {
   if (auto e = trip("begin")) return *e;
-  return inner_.begin(work, rank);
+  return inner_.begin(queue, producer);
+}
+Status FaultyAdapter::finish(const Queue& queue) {
+  if (auto e = trip("finish")) return *e;
+  return inner_.finish(queue);
 }
 Result<std::shared_ptr<void>> FaultyAdapter::allocate(DeviceId device, std::size_t bytes) {
   if (auto e = trip("allocate")) return *e;
   return inner_.allocate(device, bytes);
 }
-Status FaultyAdapter::copy(Work& work, std::size_t rank, void* dst, const void* src,
-                           std::size_t count) {
+Result<DeviceAdapter::Ticket> FaultyAdapter::copy(const Queue& queue, void* dst, const void* src,
+                                                  std::size_t bytes) {
   if (auto e = trip("copy")) return *e;
-  return inner_.copy(work, rank, dst, src, count);
+  return inner_.copy(queue, dst, src, bytes);
 }
-Status FaultyAdapter::exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
-                               Combine combine) {
-  if (auto e = trip("exchange")) return *e;
-  return inner_.exchange(work, rank, incoming, combine);
-}
-Status FaultyAdapter::combine(Work& work, std::size_t rank, std::size_t dst_offset,
-                              const void* staged, std::size_t count, Combine combine) {
-  if (auto e = trip("combine")) return *e;
-  return inner_.combine(work, rank, dst_offset, staged, count, combine);
-}
-Status FaultyAdapter::scale(Work& work, std::size_t rank, void* data, std::size_t count,
-                            std::size_t divisor) {
+Result<DeviceAdapter::Ticket> FaultyAdapter::divide(const Queue& queue, void* data,
+                                                    std::size_t count, DataType dtype,
+                                                    std::size_t divisor) {
   if (auto e = trip("scale")) return *e;
-  return inner_.scale(work, rank, data, count, divisor);
+  return inner_.divide(queue, data, count, dtype, divisor);
 }
-Status FaultyAdapter::finish(Work& work, std::size_t rank) {
-  if (auto e = trip("finish")) return *e;
-  return inner_.finish(work, rank);
+Status FaultyAdapter::entering(const char* operation) {
+  if (auto e = trip(operation)) return *e;
+  return decorated_ == nullptr ? Status::ok() : decorated_->entering(operation);
 }
 
 }  // namespace ruccl::core

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/work.hpp"
 #include "ruccl/device.hpp"
 #include "ruccl/status.hpp"
 
@@ -97,30 +98,39 @@ void fire_create_fault(const FaultPlan& plan, CreateStage stage, std::size_t pro
 // An adapter fault: forwards every verb to `inner`, except that the fault's
 // verb (any verb when the fault names none) fails once, at its first call,
 // with kDeviceError "injected fault: <verb> failed on rank R in collective #K".
+// The verbs are the adapter's (divide is named "scale") and the executors'
+// two operations, "exchange" (an in-process step) and "combine" (a received
+// message), which it sees as a decorator (core/work.hpp).
 // Built per rank and per collective, for the (rank, seq) the fault names.
-class FaultyAdapter final : public DeviceAdapter {
+class FaultyAdapter final : public AdapterDecorator {
  public:
   FaultyAdapter(DeviceAdapter& inner, const Fault& fault);
   DeviceKind kind() const noexcept override { return inner_.kind(); }
   Result<std::shared_ptr<AdapterState>> prepare(const TensorView& view, DeviceId device) override;
-  Status begin(Work& work, std::size_t rank) override;
+  Status begin(const Queue& queue, const AdapterState* producer) override;
+  Status finish(const Queue& queue) override;
   Result<std::shared_ptr<void>> allocate(DeviceId device, std::size_t bytes) override;
-  Status copy(Work& work, std::size_t rank, void* dst, const void* src, std::size_t count) override;
-  Status exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
-                  Combine combine) override;
-  Status combine(Work& work, std::size_t rank, std::size_t dst_offset, const void* staged,
-                 std::size_t count, Combine combine) override;
-  Status scale(Work& work, std::size_t rank, void* data, std::size_t count,
-               std::size_t divisor) override;
-  Status finish(Work& work, std::size_t rank) override;
+  Result<std::shared_ptr<void>> allocate_host_staging(DeviceId device, std::size_t bytes) override {
+    return inner_.allocate_host_staging(device, bytes);
+  }
+  Result<Ticket> copy(const Queue& queue, void* dst, const void* src, std::size_t bytes) override;
+  Result<Ticket> reduce(const Queue& queue, void* dst, const void* a, const void* b,
+                        std::size_t count, DataType dtype, ReduceOp op) override {
+    return inner_.reduce(queue, dst, a, b, count, dtype, op);
+  }
+  Result<Ticket> divide(const Queue& queue, void* data, std::size_t count, DataType dtype,
+                        std::size_t divisor) override;
+  Status wait(const Queue& queue, Ticket ticket) override { return inner_.wait(queue, ticket); }
+  Status entering(const char* operation) override;
 
  private:
   // The injected error if `verb` is the one to fail (and has not failed yet).
   std::optional<Status> trip(const char* verb);
 
   DeviceAdapter& inner_;
+  AdapterDecorator* const decorated_;  // inner_, when it is a decorator too
   const Fault fault_;
-  std::atomic<bool> fired_{false};  // a transport may call combine from another thread
+  std::atomic<bool> fired_{false};  // a transport may combine from another thread
 };
 
 }  // namespace ruccl::core

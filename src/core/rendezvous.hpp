@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/fingerprint.hpp"
+#include "core/work.hpp"
 
 namespace ruccl::core {
 

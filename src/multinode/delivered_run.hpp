@@ -6,7 +6,7 @@
 // agreed every rank holds every rank's input in host memory, as it was at the
 // start. The one-shot algorithm (ring/one_shot_all_reduce.cpp) then runs over
 // this executor: a receive from rank k combines k's delivered input into this
-// rank's buffer through DeviceAdapter::combine; a send is checked against what
+// rank's buffer through core::combine; a send is checked against what
 // was delivered and costs nothing. No step waits for another rank.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "ring/rank_run.hpp"
-#include "ruccl/device.hpp"
+#include "core/work.hpp"
 
 namespace ruccl::multinode {
 

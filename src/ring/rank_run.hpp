@@ -10,8 +10,9 @@
 #include <cstddef>
 #include <span>
 
-#include "ruccl/device.hpp"
+#include "ring/transfer.hpp"
 #include "ruccl/status.hpp"
+#include "ruccl/types.hpp"
 
 namespace ruccl::ring {
 

@@ -16,8 +16,9 @@
 #include <span>
 #include <vector>
 
-#include "ruccl/device.hpp"
+#include "ring/transfer.hpp"
 #include "ruccl/status.hpp"
+#include "ruccl/types.hpp"
 
 namespace ruccl::ring {
 

@@ -75,26 +75,23 @@ Status TransportRun::exchange_ops(std::uint32_t step, Clock::time_point deadline
 }
 
 Result<const void*> TransportRun::source(const Transfer& t) const {
-  const RankBuffers& me = work_.ranks[local_];
-  const bool input = t.source == Source::kInput;
-  const void* base = input ? me.input : me.send;
-  const std::size_t count = input ? me.input_count : me.send_count;
   // The range comes from a schedule over the agreed plan: a plan that does
   // not fit this rank's buffer must not send the memory behind it to a peer.
-  if (base == nullptr || t.src.offset > count || t.src.count > count - t.src.offset)
-    return Status(ErrorCode::kInternal,
-                  "send range [" + std::to_string(t.src.offset) + ", +" +
-                      std::to_string(t.src.count) + ") outside rank " + std::to_string(rank_) +
-                      "'s " + (input ? "input" : "send buffer") + " of " + std::to_string(count) +
-                      " elements");
-  return static_cast<const void*>(static_cast<const std::byte*>(base) +
-                                  t.src.offset * dtype_size(work_.dtype));
+  auto r = core::resolve(work_, t, Combine::kCopy, local_, core::kElsewhere);
+  RUCCL_TRY(r);
+  return static_cast<const void*>(r.value().src);
+}
+
+Result<std::byte*> TransportRun::destination(const Transfer& t, Combine combine) const {
+  auto r = core::resolve(work_, t, combine, core::kElsewhere, local_);
+  RUCCL_TRY(r);
+  return r.value().dst;
 }
 
 bool TransportRun::staging(Combine combine) const {
   // Where a received message goes on the direct paths (host memory, or device
   // memory the transport writes itself): a copy lands in place, a reduction
-  // needs the message in host memory first (DeviceAdapter::combine).
+  // needs the message in host memory first (core::combine).
   return combine != Combine::kCopy;
 }
 
@@ -102,7 +99,6 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
                           Combine combine) {
   if (path_ == MemoryPath::kStaged) return staged_step(sends, recvs, combine);
   const std::size_t es = dtype_size(work_.dtype);
-  const RankBuffers& me = work_.ranks[local_];
   const bool stage = staging(combine);
   constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
   // A staged step files each message under its stream (peer), in piece order.
@@ -145,21 +141,19 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
       continue;
     }
     if (t.peer >= world_) return Status(ErrorCode::kInternal, "receive from a rank outside the world");
-    if (me.recv == nullptr || t.dst_offset + t.src.count > me.recv_count)
-      return Status(ErrorCode::kInternal, "receive range outside rank " + std::to_string(rank_) +
-                                              "'s buffer");
+    auto into = destination(t, combine);
+    RUCCL_TRY(into);
     const std::uint64_t tag = make_tag({options_.comm, options_.seq, step_,
                                         static_cast<std::uint32_t>(t.peer), pieces_[t.peer]++});
     if (stage) {
       file(in_pieces_, in_used_, in_stream_of_, t.peer, step_recvs_.size());
       step_recvs_.push_back(StagedRecv{RecvOp{peer_of(t.peer), nullptr, t.src.count * es, tag}, &t});
     } else {
-      void* into = static_cast<std::byte*>(me.recv) + t.dst_offset * es;
-      recv_ops_.push_back(RecvOp{peer_of(t.peer), into, t.src.count * es, tag});
+      recv_ops_.push_back(RecvOp{peer_of(t.peer), into.value(), t.src.count * es, tag});
     }
   }
   ++step_;
-  if (!self_.empty()) RUCCL_TRY(adapter_.exchange(work_, local_, self_, combine));
+  if (!self_.empty()) RUCCL_TRY(core::exchange(adapter_, work_, local_, self_, combine));
   const Clock::time_point deadline = Clock::now() + options_.timeout;
   if (!stage) return exchange_ops(step_ - 1, deadline);
   return staged_rounds(combine, deadline);
@@ -212,12 +206,18 @@ Status TransportRun::staged_rounds(Combine combine, Clock::time_point deadline) 
       recv_ops_.push_back(op);
     }
     RUCCL_TRY(exchange_ops(step_ - 1, deadline));
-    for (std::size_t s = 0; s < in_used_; ++s) {
-      if (r >= in_pieces_[s].size()) continue;
-      const Transfer& t = *step_recvs_[in_pieces_[s][r]].transfer;
-      RUCCL_TRY(adapter_.combine(work_, local_, t.dst_offset, buffers[s].data.get(),
-                                 t.src.count, combine));
-    }
+    // The round's messages combined, and complete before the next round
+    // receives into their buffers.
+    core::Queued queued(adapter_, work_.ranks[local_].queue());
+    RUCCL_TRY(queued.settle([&]() -> Status {
+      for (std::size_t s = 0; s < in_used_; ++s) {
+        if (r >= in_pieces_[s].size()) continue;
+        const Transfer& t = *step_recvs_[in_pieces_[s][r]].transfer;
+        RUCCL_TRY(queued.add(core::combine(adapter_, work_, local_, t.dst_offset,
+                                           buffers[s].data.get(), t.src.count, combine)));
+      }
+      return Status::ok();
+    }()));
   }
   return Status::ok();
 }
@@ -230,9 +230,9 @@ Status TransportRun::staged_rounds(Combine combine, Clock::time_point deadline) 
 Status TransportRun::staged_step(std::span<const Transfer> sends,
                                  std::span<const Transfer> recvs, Combine combine) {
   const Clock::time_point deadline = Clock::now() + options_.timeout;
-  RUCCL_TRY(collect_streams(sends, recvs));
+  RUCCL_TRY(collect_streams(sends, recvs, combine));
   ++step_;
-  if (!self_.empty()) RUCCL_TRY(adapter_.exchange(work_, local_, self_, combine));
+  if (!self_.empty()) RUCCL_TRY(core::exchange(adapter_, work_, local_, self_, combine));
   const std::size_t es = dtype_size(work_.dtype);
   auto sizes = [](const std::vector<StagedStream>& streams) {
     std::vector<staging::StreamSizes> out(streams.size());
@@ -263,8 +263,7 @@ Status TransportRun::staged_step(std::span<const Transfer> sends,
 }
 
 Status TransportRun::collect_streams(std::span<const Transfer> sends,
-                                     std::span<const Transfer> recvs) {
-  const RankBuffers& me = work_.ranks[local_];
+                                     std::span<const Transfer> recvs, Combine combine) {
   out_streams_.clear();
   in_streams_.clear();
   self_.clear();
@@ -290,12 +289,11 @@ Status TransportRun::collect_streams(std::span<const Transfer> sends,
     if (t.src.count == 0) continue;
     if (t.peer == rank_) {
       self_.push_back(Transfer{local_, t.src, t.dst_offset, t.source});
-    } else if (t.peer >= world_ || me.recv == nullptr ||
-               t.dst_offset + t.src.count > me.recv_count) {
+    } else if (t.peer >= world_) {
       return Status(ErrorCode::kInternal, "staged receive from rank " + std::to_string(t.peer) +
-                                              " outside the world or rank " +
-                                              std::to_string(rank_) + "'s buffer");
+                                              " outside the world");
     } else {
+      RUCCL_TRY(destination(t, combine));
       add(in_streams_, t, t.peer);
     }
   }
@@ -312,15 +310,14 @@ std::byte* TransportRun::slot_buffer(bool send, std::size_t stream, std::size_t 
 // or the rank's device buffers once the step is over.
 Status TransportRun::run_schedule(const staging::Schedule& plan, Combine combine,
                                   Clock::time_point deadline) {
-  using Ticket = DeviceAdapter::StageTicket;
   const std::size_t es = dtype_size(work_.dtype);
+  const Queue queue = work_.ranks[local_].queue();
   out_tickets_.assign(plan.sends.size(), 0);
   in_tickets_.assign(plan.recvs.size(), 0);
-  std::optional<Ticket> last;  // the latest staging work queued
-  auto queued = [&last](Result<Ticket> ticket, Ticket& into) -> Status {
-    RUCCL_TRY(ticket);
+  core::Queued queued(adapter_, queue);  // waited for after a failure
+  auto keep = [&queued](Result<core::Ticket> ticket, core::Ticket& into) -> Status {
+    RUCCL_TRY(queued.add(ticket));
     into = ticket.value();
-    last = into;
     return Status::ok();
   };
   auto message = [](const std::vector<StagedStream>& streams, const staging::Segment& seg) {
@@ -332,17 +329,19 @@ Status TransportRun::run_schedule(const staging::Schedule& plan, Combine combine
         case staging::ActionKind::kStageOut: {
           const staging::Segment& seg = plan.sends[a.index];
           const Transfer& t = *message(out_streams_, seg).transfer;
-          RUCCL_TRY(queued(adapter_.stage_out(work_, local_, t.source,
-                                              Range{t.src.offset + seg.offset, seg.count},
-                                              slot_buffer(true, seg.stream, seg.slot)),
-                           out_tickets_[a.index]));
+          auto from = source(Transfer{t.peer, Range{t.src.offset + seg.offset, seg.count}, 0,
+                                      t.source});
+          RUCCL_TRY(from);
+          RUCCL_TRY(keep(adapter_.copy(queue, slot_buffer(true, seg.stream, seg.slot),
+                                       from.value(), seg.count * es),
+                         out_tickets_[a.index]));
           break;
         }
         case staging::ActionKind::kAwaitStageOut:
-          RUCCL_TRY(adapter_.wait_staged(work_, local_, out_tickets_[a.index]));
+          RUCCL_TRY(adapter_.wait(queue, out_tickets_[a.index]));
           break;
         case staging::ActionKind::kAwaitStageIn:
-          RUCCL_TRY(adapter_.wait_staged(work_, local_, in_tickets_[a.index]));
+          RUCCL_TRY(adapter_.wait(queue, in_tickets_[a.index]));
           break;
         case staging::ActionKind::kExchange: {
           send_ops_.clear();
@@ -365,17 +364,17 @@ Status TransportRun::run_schedule(const staging::Schedule& plan, Combine combine
         case staging::ActionKind::kStageIn: {
           const staging::Segment& seg = plan.recvs[a.index];
           const Transfer& t = *message(in_streams_, seg).transfer;
-          RUCCL_TRY(queued(adapter_.stage_in(work_, local_, t.dst_offset + seg.offset,
-                                             slot_buffer(false, seg.stream, seg.slot), seg.count,
-                                             combine),
-                           in_tickets_[a.index]));
+          RUCCL_TRY(keep(core::combine(adapter_, work_, local_, t.dst_offset + seg.offset,
+                                       slot_buffer(false, seg.stream, seg.slot), seg.count,
+                                       combine),
+                         in_tickets_[a.index]));
           break;
         }
       }
     }
     return Status::ok();
   }();
-  if (!status.is_ok() && last) (void)adapter_.wait_staged(work_, local_, *last);
+  if (!status.is_ok()) return queued.settle(std::move(status));
   return status;
 }
 

@@ -7,7 +7,7 @@
 //     this step's messages between the same two ranks, which both sides
 //     number alike because both cut transfers with ring::append_messages);
 //   - each receive lands straight in the recv buffer (Combine::kCopy) or in a
-//     staging buffer of one message, applied with DeviceAdapter::combine;
+//     staging buffer of one message, applied with core::combine;
 //   - transfers from this rank to itself are done locally through the adapter;
 //   - Transport::exchange waits for all of them, with `timeout` as the deadline.
 // A step that stages (a reduction) runs in rounds: round r is one exchange of
@@ -22,8 +22,8 @@
 // TransportRun: host buffers go to the transport as they are; device buffers
 // too when the transport takes device memory (UCX built with CUDA); otherwise
 // every step runs staged_step(): the staging_pipeline.hpp schedule, device
-// ranges copied through a few host buffers per peer (the adapter's stage_out /
-// stage_in verbs) in rounds, so that the copy of one segment overlaps the
+// ranges copied through a few host buffers per peer (the adapter's copy, and
+// core::combine of what arrived) in rounds, so that the copy of one segment overlaps the
 // send of the one before. The staged path sends the same messages under the
 // same tags as the direct one (unless staging_segment_bytes cuts them).
 #pragma once
@@ -37,7 +37,7 @@
 
 #include "core/fault.hpp"
 #include "ring/rank_run.hpp"
-#include "ruccl/device.hpp"
+#include "core/work.hpp"
 #include "transport/staging_pipeline.hpp"
 #include "transport/transport.hpp"
 
@@ -117,8 +117,10 @@ class TransportRun final : public ring::RankRun {
   Status exchange_ops(std::uint32_t step, Clock::time_point deadline);
   // The direct path's staged receives of one step, in rounds (see the top).
   Status staged_rounds(Combine combine, Clock::time_point deadline);
-  // The memory a send reads; kInternal when its range leaves this rank's buffer.
+  // The memory a send reads, and a receive writes (core::resolve: kInternal
+  // when its range leaves this rank's buffer).
   Result<const void*> source(const Transfer& t) const;
+  Result<std::byte*> destination(const Transfer& t, Combine combine) const;
   bool staging(Combine combine) const;            // receive into staging, then combine?
   std::size_t peer_of(std::size_t group_rank) const {
     return options_.peer_base + group_rank * options_.peer_stride;
@@ -135,7 +137,8 @@ class TransportRun final : public ring::RankRun {
   };
   Status staged_step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
                      Combine combine);
-  Status collect_streams(std::span<const Transfer> sends, std::span<const Transfer> recvs);
+  Status collect_streams(std::span<const Transfer> sends, std::span<const Transfer> recvs,
+                         Combine combine);
   Status run_schedule(const staging::Schedule& plan, Combine combine, Clock::time_point deadline);
   std::byte* slot_buffer(bool send, std::size_t stream, std::size_t slot) const;
 
@@ -174,7 +177,7 @@ class TransportRun final : public ring::RankRun {
   std::shared_ptr<void> host_staging_;
   std::size_t host_staging_bytes_ = 0;
   std::size_t slot_bytes_ = 0, slots_ = 0;
-  std::vector<DeviceAdapter::StageTicket> out_tickets_, in_tickets_;
+  std::vector<DeviceAdapter::Ticket> out_tickets_, in_tickets_;
 };
 
 }  // namespace ruccl::transport

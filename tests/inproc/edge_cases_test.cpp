@@ -15,7 +15,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Host adapter whose prepare or exchange sleeps on chosen ranks.
+// Host adapter whose prepare, or whose every copy and reduction (one per step
+// here), sleeps on chosen ranks (the queue's device index is the rank).
 class SlowAdapter : public HostForwardingAdapter {
  public:
   SlowAdapter(std::vector<std::chrono::milliseconds> prepare_delay,
@@ -25,9 +26,14 @@ class SlowAdapter : public HostForwardingAdapter {
     std::this_thread::sleep_for(prepare_delay_[d.index]);
     return HostForwardingAdapter::prepare(v, d);
   }
-  Status exchange(Work& w, std::size_t r, std::span<const Transfer> in, Combine c) override {
-    std::this_thread::sleep_for(exchange_delay_[r]);
-    return HostForwardingAdapter::exchange(w, r, in, c);
+  Result<Ticket> copy(const Queue& q, void* dst, const void* src, std::size_t bytes) override {
+    std::this_thread::sleep_for(exchange_delay_[q.device.index]);
+    return HostForwardingAdapter::copy(q, dst, src, bytes);
+  }
+  Result<Ticket> reduce(const Queue& q, void* dst, const void* a, const void* b, std::size_t n,
+                        DataType dt, ReduceOp op) override {
+    std::this_thread::sleep_for(exchange_delay_[q.device.index]);
+    return HostForwardingAdapter::reduce(q, dst, a, b, n, dt, op);
   }
 
  private:

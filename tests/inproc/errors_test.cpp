@@ -264,12 +264,12 @@ TEST(Create, Accessors) {
 }
 
 // ---- device faults -------------------------------------------------------------
-enum class Verb { kPrepare, kCopy, kExchange, kFinish };
+enum class Verb { kPrepare, kCopy, kReduce, kFinish };
 const char* verb_name(Verb v) {
   switch (v) {
     case Verb::kPrepare: return "prepare";
     case Verb::kCopy: return "copy";
-    case Verb::kExchange: return "exchange";
+    case Verb::kReduce: return "reduce";
     case Verb::kFinish: return "finish";
   }
   return "?";
@@ -286,18 +286,19 @@ class FaultyAdapter : public HostForwardingAdapter {
     RUCCL_TRY(maybe_fail(Verb::kPrepare, device.index));
     return HostForwardingAdapter::prepare(view, device);
   }
-  Status copy(Work& work, std::size_t rank, void* dst, const void* src, std::size_t count) override {
-    RUCCL_TRY(maybe_fail(Verb::kCopy, rank));
-    return HostForwardingAdapter::copy(work, rank, dst, src, count);
+  // The other verbs have no rank argument either: the queue's device index is the rank.
+  Result<Ticket> copy(const Queue& q, void* dst, const void* src, std::size_t bytes) override {
+    RUCCL_TRY(maybe_fail(Verb::kCopy, q.device.index));
+    return HostForwardingAdapter::copy(q, dst, src, bytes);
   }
-  Status exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
-                  Combine combine) override {
-    RUCCL_TRY(maybe_fail(Verb::kExchange, rank));
-    return HostForwardingAdapter::exchange(work, rank, incoming, combine);
+  Result<Ticket> reduce(const Queue& q, void* dst, const void* a, const void* b, std::size_t n,
+                        DataType dt, ReduceOp op) override {
+    RUCCL_TRY(maybe_fail(Verb::kReduce, q.device.index));
+    return HostForwardingAdapter::reduce(q, dst, a, b, n, dt, op);
   }
-  Status finish(Work& work, std::size_t rank) override {
-    RUCCL_TRY(maybe_fail(Verb::kFinish, rank));
-    return HostForwardingAdapter::finish(work, rank);
+  Status finish(const Queue& q) override {
+    RUCCL_TRY(maybe_fail(Verb::kFinish, q.device.index));
+    return HostForwardingAdapter::finish(q);
   }
   bool fired() const { return fired_.load(); }
 
@@ -318,7 +319,7 @@ class FaultyAdapter : public HostForwardingAdapter {
 
 TEST(DeviceFault, EveryRankGetsDeviceErrorNamingTheFailingRank) {
   constexpr std::size_t kRanks = 4;
-  for (Verb verb : {Verb::kPrepare, Verb::kCopy, Verb::kExchange, Verb::kFinish}) {
+  for (Verb verb : {Verb::kPrepare, Verb::kCopy, Verb::kReduce, Verb::kFinish}) {
     for (bool throws : {false, true}) {
       for (std::size_t fail_at : {0u, 2u}) {
         SCOPED_TRACE(std::string(verb_name(verb)) + (throws ? " throws" : " fails") + " at call " +

@@ -67,18 +67,30 @@ TEST(Timeout, LaterCollectiveNamesItsOwnSequenceNumber) {
 class StallingAdapter : public HostForwardingAdapter {
  public:
   explicit StallingAdapter(std::size_t world) : returned_(world) {}
-  Status exchange(Work& w, std::size_t r, std::span<const Transfer> in, Combine c) override {
-    if (r == 1 && !stalled_.exchange(true)) std::this_thread::sleep_for(900ms);
-    for (const Transfer& t : in) {
-      if (t.peer < returned_.size() && returned_[t.peer].load()) {
+  // Each rank's state names it, so that begin() sees whose memory a step is
+  // about to read (the executor orders after that peer's producer first).
+  struct Owner final : AdapterState {
+    explicit Owner(std::size_t r) : rank(r) {}
+    std::size_t rank;
+  };
+  Result<std::shared_ptr<AdapterState>> prepare(const TensorView& v, DeviceId d) override {
+    RUCCL_TRY(HostForwardingAdapter::prepare(v, d));
+    return std::shared_ptr<AdapterState>(std::make_shared<Owner>(d.index));
+  }
+  Status begin(const Queue& q, const AdapterState* producer) override {
+    const auto* owner = dynamic_cast<const Owner*>(producer);
+    const std::size_t r = q.device.index;
+    if (owner != nullptr && owner->rank != r) {  // a pull from a peer
+      if (r == 1 && !stalled_.exchange(true)) std::this_thread::sleep_for(900ms);
+      if (owner->rank < returned_.size() && returned_[owner->rank].load()) {
         std::lock_guard lock(mutex_);
         late_reads_.push_back("rank " + std::to_string(r) + " pulled from rank " +
-                              std::to_string(t.peer) + " after rank " + std::to_string(t.peer) +
-                              "'s call had returned");
+                              std::to_string(owner->rank) + " after rank " +
+                              std::to_string(owner->rank) + "'s call had returned");
         return Status(ErrorCode::kDeviceError, "late read skipped by the test adapter");
       }
     }
-    return HostForwardingAdapter::exchange(w, r, in, c);
+    return HostForwardingAdapter::begin(q, producer);
   }
 
   void mark_returned(std::size_t rank) { returned_[rank] = true; }
@@ -94,7 +106,7 @@ class StallingAdapter : public HostForwardingAdapter {
   std::vector<std::string> late_reads_;
 };
 
-// Rank 1 stalls inside exchange(); ranks 0 and 2 time out at the step barrier.
+// Rank 1 stalls inside a step's pull; ranks 0 and 2 time out at the step barrier.
 // They must not return while rank 1 may still pull from their buffers (they
 // wait for its device call to drain): no rank's memory is touched after that
 // rank's call returned.

@@ -111,28 +111,31 @@ class ThrowingAdapter final : public DeviceAdapter {
     if (d.index == rank_) trip("prepare");
     return inner_->prepare(v, d);
   }
-  Status begin(Work& w, std::size_t r) override {
-    if (r == rank_) trip("begin");
-    return inner_->begin(w, r);
+  Status begin(const Queue& q, const AdapterState* p) override {
+    if (q.device.index == rank_) trip("begin");
+    return inner_->begin(q, p);
+  }
+  Status finish(const Queue& q) override {
+    if (q.device.index == rank_) trip("finish");
+    return inner_->finish(q);
   }
   Result<std::shared_ptr<void>> allocate(DeviceId d, std::size_t b) override {
     if (d.index == rank_) trip("allocate");
     return inner_->allocate(d, b);
   }
-  Status copy(Work& w, std::size_t r, void* dst, const void* src, std::size_t n) override {
-    return inner_->copy(w, r, dst, src, n);
+  Result<Ticket> copy(const Queue& q, void* dst, const void* src, std::size_t bytes) override {
+    return inner_->copy(q, dst, src, bytes);
   }
-  Status exchange(Work& w, std::size_t r, std::span<const Transfer> in, Combine c) override {
-    if (r == rank_) trip("exchange");
-    return inner_->exchange(w, r, in, c);
+  Result<Ticket> reduce(const Queue& q, void* dst, const void* a, const void* b, std::size_t n,
+                        DataType dt, ReduceOp op) override {
+    if (q.device.index == rank_) trip("reduce");
+    return inner_->reduce(q, dst, a, b, n, dt, op);
   }
-  Status scale(Work& w, std::size_t r, void* d, std::size_t n, std::size_t div) override {
-    return inner_->scale(w, r, d, n, div);
+  Result<Ticket> divide(const Queue& q, void* d, std::size_t n, DataType dt,
+                        std::size_t div) override {
+    return inner_->divide(q, d, n, dt, div);
   }
-  Status finish(Work& w, std::size_t r) override {
-    if (r == rank_) trip("finish");
-    return inner_->finish(w, r);
-  }
+  Status wait(const Queue& q, Ticket t) override { return inner_->wait(q, t); }
 
  private:
   void trip(const char* verb) {
@@ -148,7 +151,7 @@ class ThrowingAdapter final : public DeviceAdapter {
 };
 
 TEST(OutOfMemory, AnAdaptersBadAllocIsOutOfMemoryItsOtherExceptionsDeviceError) {
-  for (const char* verb : {"prepare", "begin", "allocate", "exchange", "finish"}) {
+  for (const char* verb : {"prepare", "begin", "allocate", "reduce", "finish"}) {
     for (bool bad_alloc : {true, false}) {
       SCOPED_TRACE(std::string(verb) + (bad_alloc ? " bad_alloc" : " runtime_error"));
       auto adapter = std::make_shared<ThrowingAdapter>(verb, 3, bad_alloc);

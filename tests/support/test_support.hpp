@@ -154,27 +154,26 @@ class HostForwardingAdapter : public DeviceAdapter {
   Result<std::shared_ptr<AdapterState>> prepare(const TensorView& v, DeviceId d) override {
     return inner_->prepare(v, d);
   }
-  Status begin(Work& w, std::size_t r) override { return inner_->begin(w, r); }
+  Status begin(const Queue& q, const AdapterState* p) override { return inner_->begin(q, p); }
+  Status finish(const Queue& q) override { return inner_->finish(q); }
   Result<std::shared_ptr<void>> allocate(DeviceId d, std::size_t b) override {
     return inner_->allocate(d, b);
-  }
-  Status copy(Work& w, std::size_t r, void* dst, const void* src, std::size_t n) override {
-    return inner_->copy(w, r, dst, src, n);
-  }
-  Status exchange(Work& w, std::size_t r, std::span<const Transfer> in, Combine c) override {
-    return inner_->exchange(w, r, in, c);
-  }
-  Status scale(Work& w, std::size_t r, void* d, std::size_t n, std::size_t div) override {
-    return inner_->scale(w, r, d, n, div);
-  }
-  Status finish(Work& w, std::size_t r) override { return inner_->finish(w, r); }
-  Status combine(Work& w, std::size_t r, std::size_t off, const void* staged, std::size_t n,
-                 Combine c) override {
-    return inner_->combine(w, r, off, staged, n, c);
   }
   Result<std::shared_ptr<void>> allocate_host_staging(DeviceId d, std::size_t bytes) override {
     return inner_->allocate_host_staging(d, bytes);
   }
+  Result<Ticket> copy(const Queue& q, void* dst, const void* src, std::size_t bytes) override {
+    return inner_->copy(q, dst, src, bytes);
+  }
+  Result<Ticket> reduce(const Queue& q, void* dst, const void* a, const void* b, std::size_t n,
+                        DataType dt, ReduceOp op) override {
+    return inner_->reduce(q, dst, a, b, n, dt, op);
+  }
+  Result<Ticket> divide(const Queue& q, void* d, std::size_t n, DataType dt,
+                        std::size_t div) override {
+    return inner_->divide(q, d, n, dt, div);
+  }
+  Status wait(const Queue& q, Ticket t) override { return inner_->wait(q, t); }
 
  protected:
   std::shared_ptr<DeviceAdapter> inner_ = make_host_adapter();

@@ -75,26 +75,39 @@ Work one_rank_work(DataType dtype, ReduceOp op, const void* input, std::size_t i
   return w;
 }
 
-// The host adapter with staging that looks asynchronous: stage_out poisons its
-// host buffer and only queues the copy, stage_in only queues its combine, and
-// wait_staged(t) runs the queued work up to ticket t. A staged step that sends
-// a buffer before waiting for its stage-out, refills a buffer too early, or
-// returns before its stage-ins completed gets wrong results (or work left
-// queued, which the tests check). One instance per rank.
+// The host adapter with operations that look asynchronous: copy and reduce
+// only queue their work (a copy into host staging first poisons its
+// destination), and wait(t) runs the queued work up to ticket t. A staged step
+// that sends a buffer before waiting for its stage-out, refills a buffer too
+// early, or returns before its stage-ins completed gets wrong results (or
+// work left queued, which the tests check); so does any executor that reads a
+// result before waiting for its ticket. One instance per rank.
 class DeferredStaging final : public test::HostForwardingAdapter {
  public:
-  Result<StageTicket> stage_out(Work& w, std::size_t r, Source src, Range range,
-                                void* host) override {
-    std::memset(host, 0xff, range.count * dtype_size(w.dtype));
-    ++stage_outs;
-    return queue([=, this, &w] { return inner_->stage_out(w, r, src, range, host).status(); });
+  Result<std::shared_ptr<void>> allocate_host_staging(DeviceId d, std::size_t bytes) override {
+    auto memory = inner_->allocate_host_staging(d, bytes);
+    RUCCL_TRY(memory);
+    const auto* base = static_cast<const std::byte*>(memory.value().get());
+    staging_.push_back({base, bytes});
+    // Forgotten when freed: its addresses may come back as other memory.
+    return std::shared_ptr<void>(memory.value().get(), [this, base, inner = memory.value()](void*) {
+      std::erase_if(staging_, [base](const auto& range) { return range.first == base; });
+    });
   }
-  Result<StageTicket> stage_in(Work& w, std::size_t r, std::size_t off, const void* host,
-                               std::size_t n, Combine c) override {
-    ++stage_ins;
-    return queue([=, this, &w] { return inner_->stage_in(w, r, off, host, n, c).status(); });
+  Result<Ticket> copy(const Queue& q, void* dst, const void* src, std::size_t bytes) override {
+    if (in_staging(dst)) {  // a stage-out
+      std::memset(dst, 0xff, bytes);
+      ++stage_outs;
+    }
+    if (in_staging(src)) ++stage_ins;
+    return queue([=, this] { return inner_->copy(q, dst, src, bytes).status(); });
   }
-  Status wait_staged(Work&, std::size_t, StageTicket ticket) override {
+  Result<Ticket> reduce(const Queue& q, void* dst, const void* a, const void* b, std::size_t n,
+                        DataType dt, ReduceOp op) override {
+    if (in_staging(b)) ++stage_ins;
+    return queue([=, this] { return inner_->reduce(q, dst, a, b, n, dt, op).status(); });
+  }
+  Status wait(const Queue&, Ticket ticket) override {
     while (!queued_.empty() && queued_.front().first <= ticket) {
       RUCCL_TRY(queued_.front().second());
       queued_.erase(queued_.begin());
@@ -105,12 +118,19 @@ class DeferredStaging final : public test::HostForwardingAdapter {
   std::size_t stage_outs = 0, stage_ins = 0;
 
  private:
-  StageTicket queue(std::function<Status()> work) {
+  bool in_staging(const void* p) const {
+    const auto* b = static_cast<const std::byte*>(p);
+    for (const auto& [base, bytes] : staging_)
+      if (b >= base && b < base + bytes) return true;
+    return false;
+  }
+  Ticket queue(std::function<Status()> work) {
     queued_.emplace_back(++next_, std::move(work));
     return next_;
   }
-  std::vector<std::pair<StageTicket, std::function<Status()>>> queued_;
-  StageTicket next_ = 0;
+  std::vector<std::pair<Ticket, std::function<Status()>>> queued_;
+  std::vector<std::pair<const std::byte*, std::size_t>> staging_;  // live host staging
+  Ticket next_ = 0;
 };
 
 // How a test runs TransportRun: direct (host memory as it is) or forced

@@ -5,34 +5,28 @@
 // staging memory. Several lanes may share one GPU (logical ranks on one GPU);
 // their streams then run concurrently on it.
 //
-// Ordering, per collective on rank r:
+// Ordering, per collective on rank r (see include/ruccl/device.hpp):
 //   prepare  records `produced` on the caller's stream (null: the legacy default
 //            stream): everything the caller queued before the call.
-//   begin    r's stream waits on r's `produced`.
-//   exchange r's stream also waits on the `produced` of every peer it reads (a
-//            peer's input may still be in flight on that peer's caller stream),
-//            then queues one peer copy or reduction kernel per transfer, reading
-//            the peer's memory directly: cudaMemcpyAsync on one GPU,
-//            cudaMemcpyPeerAsync across GPUs, kernels across GPUs when peer
-//            access is enabled (else the range is first peer-copied to staging).
-//            Nothing goes through the host.
-//   copy, combine, scale  queue their work on r's stream.
-//   stage_out, stage_in  (transports without CUDA support: TransportRun's
-//            staged pipeline) queue a copy between r's device memory and
-//            pinned host memory (stage_in: then the combine) on r's stream,
-//            record an event, and return at once with a ticket; wait_staged
-//            synchronises the events up to a ticket, so a segment's copy
-//            overlaps the transport's send of the segment before.
+//   begin    r's stream waits on a `produced` event: r's own once its buffers
+//            are known, and each peer's before r reads that peer's memory (a
+//            peer's input may still be in flight on that peer's caller stream).
+//   copy, reduce, divide  queue their work on r's stream, record an event
+//            (from a pool) after it, and return at once with its ticket: a
+//            peer's memory is read directly (cudaMemcpyPeerAsync across GPUs,
+//            kernels across GPUs when peer access is enabled, else the range
+//            is first peer-copied to staging); host memory is copied (a
+//            reduction's host operand first comes up into device staging).
+//   wait     synchronises the events up to a ticket (the latest: the stream),
+//            so a segment's copy overlaps the transport's send of the one before.
 //   finish   records `done` on r's stream and makes the caller's stream wait on it.
-// Every verb except begin and the staging verbs (whose tickets TransportRun
-// waits for before its step returns) returns only when its work is complete
-// (it ends with a stream synchronisation). That is what makes the step
-// barrier of the contract hold for queued work: when step k starts anywhere,
-// step k-1's reads and writes are finished everywhere (no read-after-write or
-// write-after-read across streams), a failing rank leaves nothing in flight
-// that could touch a buffer after its call returns, and an asynchronous CUDA
-// fault becomes the failing verb's kDeviceError. The cost is one host
-// synchronisation per step, small next to the step barrier itself.
+// The executors wait for every ticket before a step returns (core/work.hpp).
+// That is what makes the step barrier of the contract hold for queued work:
+// when step k starts anywhere, step k-1's reads and writes are finished
+// everywhere (no read-after-write or write-after-read across streams), a
+// failing rank leaves nothing in flight that could touch a buffer after its
+// call returns, and an asynchronous CUDA fault becomes a kDeviceError. A verb
+// that fails synchronises its stream before it returns.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -73,7 +67,7 @@ kernels::Op kernel_op(ReduceOp op) {
     case ReduceOp::kProd: return kernels::Op::kProd;
     case ReduceOp::kMin: return kernels::Op::kMin;
     case ReduceOp::kMax: return kernels::Op::kMax;
-    case ReduceOp::kSum: case ReduceOp::kMean: break;  // Mean divides in scale()
+    case ReduceOp::kSum: case ReduceOp::kMean: break;  // Mean divides in divide()
   }
   return kernels::Op::kSum;
 }
@@ -104,20 +98,23 @@ struct Lane {
   Stream stream;
   Event done;
   DeviceBuffer staging;
-  // Staging work queued and not yet waited for, oldest first, with its
-  // ticket; events of waited work are kept for reuse.
-  std::deque<std::pair<DeviceAdapter::StageTicket, Event>> staged;
+  // Work queued and not yet waited for, oldest first, with its ticket;
+  // events of waited work are kept for reuse.
+  std::deque<std::pair<DeviceAdapter::Ticket, Event>> pending;
   std::vector<Event> spare_events;
-  DeviceAdapter::StageTicket last_ticket = 0;
+  DeviceAdapter::Ticket last_ticket = 0;
   std::mutex mutex;
 
   std::string name() const {
     return "cuda:" + std::to_string(logical) + " (GPU " + std::to_string(gpu) + ")";
   }
-  // Waits for the lane's queued work: the end of every verb but begin.
+  // Waits for all of the lane's queued work; its events go back to the pool.
   Status sync(const char* verb) {
-    return check(cudaStreamSynchronize(stream.get()),
-                 std::string(verb) + " on " + name() + " (stream synchronisation)", gpu);
+    Status status = check(cudaStreamSynchronize(stream.get()),
+                          std::string(verb) + " on " + name() + " (stream synchronisation)", gpu);
+    for (auto& [ticket, event] : pending) spare_events.push_back(std::move(event));
+    pending.clear();
+    return status;
   }
 };
 
@@ -188,9 +185,22 @@ class CudaAdapter final : public DeviceAdapter {
     return std::shared_ptr<AdapterState>(std::move(captured));
   }
 
-  Status begin(Work& work, std::size_t rank) override {
-    return on_lane(work, rank, [&](Lane& l) -> Status {
-      return wait_produced(l, work.ranks[rank]);
+  Status begin(const Queue& queue, const AdapterState* producer) override {
+    const auto* captured = dynamic_cast<const Captured*>(producer);
+    if (captured == nullptr || captured->produced.get() == nullptr) return Status::ok();
+    return on_lane(queue, [&](Lane& l) -> Status {
+      return check(cudaStreamWaitEvent(l.stream.get(), captured->produced.get(), 0),
+                   "cudaStreamWaitEvent (a producer) on " + l.name(), l.gpu);
+    });
+  }
+
+  Status finish(const Queue& queue) override {
+    return on_lane(queue, [&](Lane& l) -> Status {
+      RUCCL_TRY(check(cudaEventRecord(l.done.get(), l.stream.get()),
+                      "cudaEventRecord (completion) on " + l.name(), l.gpu));
+      RUCCL_TRY(check(cudaStreamWaitEvent(caller_stream(queue.stream), l.done.get(), 0),
+                      "cudaStreamWaitEvent of the caller's stream on " + l.name(), l.gpu));
+      return l.sync("finish");
     });
   }
 
@@ -200,144 +210,134 @@ class CudaAdapter final : public DeviceAdapter {
     return allocate_on(gpu.value(), bytes);
   }
 
-  Status copy(Work& work, std::size_t rank, void* dst, const void* src, std::size_t count) override {
-    const std::size_t bytes = count * dtype_size(work.dtype);
-    if (bytes == 0 || dst == src) return Status::ok();
-    return on_lane(work, rank, [&](Lane& l) -> Status {
-      RUCCL_TRY(check_pointer(dst, dtype_size(work.dtype), l.gpu, "copy destination", l.name()));
-      return settle(l, queue_copy(l, dst, src, l.gpu, bytes), "copy");
-    });
-  }
-
-  Status exchange(Work& work, std::size_t rank, std::span<const Transfer> incoming,
-                  Combine combine) override {
-    return on_lane(work, rank, [&](Lane& l) -> Status {
-      const std::size_t es = dtype_size(work.dtype);
-      bool queued = false;
-      Status status = [&]() -> Status {
-        for (const Transfer& t : incoming) {
-          if (t.src.count == 0) continue;
-          if (t.peer >= work.world || t.peer >= work.ranks.size())
-            return out_of_bounds("peer", rank, t);
-          const RankBuffers& from = work.ranks[t.peer];
-          const bool from_input = t.source == Source::kInput;
-          const void* base = from_input ? from.input : from.send;
-          if (base == nullptr || t.src.end() > (from_input ? from.input_count : from.send_count))
-            return out_of_bounds("source range", rank, t);
-          auto src_gpu = gpu_of(from.device);
-          RUCCL_TRY(src_gpu);
-          RUCCL_TRY(check_pointer(base, es, src_gpu.value(),
-                                  "rank " + std::to_string(t.peer) + "'s " +
-                                      (from_input ? "input" : "send buffer"),
-                                  device_name(from.device)));
-          RUCCL_TRY(wait_produced(l, from));
-          const auto* src = static_cast<const std::byte*>(base) + t.src.offset * es;
-          queued = true;
-          RUCCL_TRY(apply(l, work, rank, t.dst_offset, src, src_gpu.value(), t.src.count, combine));
-        }
-        return Status::ok();
-      }();
-      // Even after a failure, nothing this call queued may outlive it.
-      return queued ? settle(l, std::move(status), "exchange") : status;
-    });
-  }
-
-  Status combine(Work& work, std::size_t rank, std::size_t dst_offset, const void* staged,
-                 std::size_t count, Combine combine) override {
-    if (count == 0) return Status::ok();
-    if (staged == nullptr) return Status(ErrorCode::kInternal, "cuda adapter: null staged message");
-    return on_lane(work, rank, [&](Lane& l) -> Status {
-      return settle(l, queue_received(l, work, rank, dst_offset, staged, count, combine), "combine");
-    });
-  }
-
   Result<std::shared_ptr<void>> allocate_host_staging(DeviceId device, std::size_t bytes) override {
     auto gpu = gpu_of(device);
     RUCCL_TRY(gpu);
     return allocate_pinned(gpu.value(), bytes);
   }
 
-  Result<StageTicket> stage_out(Work& work, std::size_t rank, Source source, Range range,
-                                void* host_dst) override {
-    if (range.count == 0) return StageTicket{0};
-    StageTicket ticket = 0;
-    RUCCL_TRY(on_lane(work, rank, [&](Lane& l) -> Status {
-      auto staged = staged_source(work, rank, source, range, host_dst);
-      RUCCL_TRY(staged);
-      const std::byte* src = staged.value();
-      const std::size_t es = dtype_size(work.dtype);
-      RUCCL_TRY(check_pointer(src, es, l.gpu,
-                              source == Source::kInput ? "input" : "send buffer", l.name()));
-      return staged_queued(l, check(cudaMemcpyAsync(host_dst, src, range.count * es, cudaMemcpyDefault,
-                                                    l.stream.get()),
-                                    "cudaMemcpyAsync of a staged range from " + l.name(), l.gpu),
-                           "stage_out", ticket);
-    }));
-    return ticket;
+  Result<Ticket> copy(const Queue& queue, void* dst, const void* src, std::size_t bytes) override {
+    if (bytes == 0 || dst == src) return Ticket{0};
+    return queued(queue, "copy", [&](Lane& l) -> Status {
+      auto to = locate(dst, 1, l, "copy destination");
+      RUCCL_TRY(to);
+      // Device memory of this GPU, or the pinned host memory of staging.
+      if (to.value().type != cudaMemoryTypeHost)
+        RUCCL_TRY(check_pointer(dst, 1, l.gpu, "copy destination", l.name()));
+      auto from = locate(src, 1, l, "copy source");
+      RUCCL_TRY(from);
+      // A peer copy only between two GPUs' memory; anything else through UVA.
+      const int src_gpu = to.value().type == cudaMemoryTypeHost ? l.gpu : from.value().device_gpu(l.gpu);
+      return queue_copy(l, dst, src, src_gpu, bytes);
+    });
   }
 
-  Result<StageTicket> stage_in(Work& work, std::size_t rank, std::size_t dst_offset,
-                               const void* host_src, std::size_t count, Combine how) override {
-    if (count == 0) return StageTicket{0};
-    if (host_src == nullptr) return Status(ErrorCode::kInternal, "cuda adapter: null staged message");
-    StageTicket ticket = 0;
-    RUCCL_TRY(on_lane(work, rank, [&](Lane& l) -> Status {
-      return staged_queued(l, queue_received(l, work, rank, dst_offset, host_src, count, how),
-                           "stage_in", ticket);
-    }));
-    return ticket;
+  Result<Ticket> reduce(const Queue& queue, void* dst, const void* a, const void* b,
+                        std::size_t count, DataType dtype, ReduceOp op) override {
+    RUCCL_TRY(core::check_reducible(dtype, op));
+    if (count == 0) return Ticket{0};
+    const std::size_t es = dtype_size(dtype);
+    const std::size_t bytes = count * es;
+    return queued(queue, "reduce", [&](Lane& l) -> Status {
+      RUCCL_TRY(check_pointer(dst, es, l.gpu, "reduction destination", l.name()));
+      // The kernel is elementwise: an operand may be dst itself, but must not
+      // partially overlap it; such an operand, one the kernel cannot read (a
+      // peer GPU without peer access, host memory) is first copied to staging.
+      auto where_a = locate(a, es, l, "reduction operand");
+      RUCCL_TRY(where_a);
+      auto where_b = locate(b, es, l, "reduction operand");
+      RUCCL_TRY(where_b);
+      const bool stage_a = !readable(l, where_a.value()) || (a != dst && overlaps(a, dst, bytes));
+      const bool stage_b = !readable(l, where_b.value()) || (b != dst && overlaps(b, dst, bytes));
+      if (stage_a || stage_b) {
+        auto staging = l.staging.reserve(l.gpu, l.stream.get(), bytes * (stage_a && stage_b ? 2 : 1));
+        RUCCL_TRY(staging);
+        auto* room = static_cast<std::byte*>(staging.value());
+        if (stage_b) {
+          RUCCL_TRY(queue_copy(l, room, b, where_b.value().device_gpu(l.gpu), bytes));
+          b = room;
+          room += bytes;
+        }
+        if (stage_a) {
+          RUCCL_TRY(queue_copy(l, room, a, where_a.value().device_gpu(l.gpu), bytes));
+          a = room;
+        }
+      }
+      return check(static_cast<cudaError_t>(kernels::launch_reduce(
+                       *kernel_type(dtype), kernel_op(op), dst, a, b, count, l.sm_count,
+                       l.stream.get())),
+                   "reduction kernel launch on " + l.name(), l.gpu);
+    });
   }
 
-  Status wait_staged(Work& work, std::size_t rank, StageTicket ticket) override {
-    return on_lane(work, rank, [&](Lane& l) -> Status {
+  Result<Ticket> divide(const Queue& queue, void* data, std::size_t count, DataType dtype,
+                        std::size_t divisor) override {
+    RUCCL_TRY(core::check_reducible(dtype, ReduceOp::kMean));
+    if (divisor == 0) return Status(ErrorCode::kInternal, "Mean divisor is zero");
+    if (count == 0) return Ticket{0};
+    return queued(queue, "divide", [&](Lane& l) -> Status {
+      RUCCL_TRY(check_pointer(data, dtype_size(dtype), l.gpu, "Mean's result", l.name()));
+      return check(static_cast<cudaError_t>(kernels::launch_divide(
+                       *kernel_type(dtype), data, count, divisor, l.sm_count, l.stream.get())),
+                   "Mean's division kernel launch on " + l.name(), l.gpu);
+    });
+  }
+
+  Status wait(const Queue& queue, Ticket ticket) override {
+    if (ticket == 0) return Status::ok();
+    return on_lane(queue, [&](Lane& l) -> Status {
+      if (l.pending.empty() || l.pending.front().first > ticket) return Status::ok();  // done
+      if (ticket >= l.last_ticket) return l.sync("wait");  // the latest: the whole stream
       Status status;
-      while (!l.staged.empty() && l.staged.front().first <= ticket) {
+      while (!l.pending.empty() && l.pending.front().first <= ticket) {
         if (status)
-          status = check(cudaEventSynchronize(l.staged.front().second.get()),
-                         "cudaEventSynchronize (staging) on " + l.name(), l.gpu);
-        l.spare_events.push_back(std::move(l.staged.front().second));
-        l.staged.pop_front();
+          status = check(cudaEventSynchronize(l.pending.front().second.get()),
+                         "cudaEventSynchronize on " + l.name(), l.gpu);
+        l.spare_events.push_back(std::move(l.pending.front().second));
+        l.pending.pop_front();
       }
       return status;
     });
   }
 
-  Status scale(Work& work, std::size_t rank, void* data, std::size_t count,
-               std::size_t divisor) override {
-    RUCCL_TRY(core::check_reducible(work.dtype, ReduceOp::kMean));
-    if (divisor == 0) return Status(ErrorCode::kInternal, "Mean divisor is zero");
-    if (count == 0) return Status::ok();
-    return on_lane(work, rank, [&](Lane& l) -> Status {
-      RUCCL_TRY(check_pointer(data, dtype_size(work.dtype), l.gpu, "Mean's result", l.name()));
-      return settle(l,
-                    check(static_cast<cudaError_t>(kernels::launch_divide(
-                              *kernel_type(work.dtype), data, count, divisor, l.sm_count, l.stream.get())),
-                          "Mean's division kernel launch on " + l.name(), l.gpu),
-                    "scale");
-    });
-  }
-
-  Status finish(Work& work, std::size_t rank) override {
-    return on_lane(work, rank, [&](Lane& l) -> Status {
-      RUCCL_TRY(check(cudaEventRecord(l.done.get(), l.stream.get()),
-                      "cudaEventRecord (completion) on " + l.name(), l.gpu));
-      RUCCL_TRY(check(cudaStreamWaitEvent(caller_stream(work.ranks[rank].stream), l.done.get(), 0),
-                      "cudaStreamWaitEvent of the caller's stream on " + l.name(), l.gpu));
-      return l.sync("finish");
-    });
-  }
-
  private:
-  // Runs `body(lane)` on `rank`'s lane: the lane locked and its GPU current.
+  // Runs `body(lane)` on the queue's lane: the lane locked and its GPU current.
   template <typename Body>
-  Status on_lane(Work& work, std::size_t rank, Body&& body) {
-    auto lane = lane_of(work, rank);
+  Status on_lane(const Queue& queue, Body&& body) {
+    auto lane = lane_for(queue.device);
     RUCCL_TRY(lane);
     Lane& l = *lane.value();
     std::lock_guard lock(l.mutex);
     DeviceGuard guard(l.gpu);
     RUCCL_TRY(guard.status());
     return body(l);
+  }
+
+  // Runs `body(lane)`, which queues work: on success an event after it and
+  // its ticket; on failure, nothing it queued may outlive the verb.
+  template <typename Body>
+  Result<Ticket> queued(const Queue& queue, const char* verb, Body&& body) {
+    Ticket ticket = 0;
+    RUCCL_TRY(on_lane(queue, [&](Lane& l) -> Status {
+      Status status = body(l);
+      if (!status) return settle(l, std::move(status), verb);
+      Event event;
+      if (!l.spare_events.empty()) {
+        event = std::move(l.spare_events.back());
+        l.spare_events.pop_back();
+      } else {
+        auto created = Event::create(l.gpu);
+        if (!created.is_ok()) return settle(l, created.status(), verb);
+        event = std::move(created.value());
+      }
+      Status recorded = check(cudaEventRecord(event.get(), l.stream.get()),
+                              std::string("cudaEventRecord (") + verb + ") on " + l.name(), l.gpu);
+      if (!recorded) return settle(l, std::move(recorded), verb);
+      ticket = ++l.last_ticket;
+      l.pending.emplace_back(ticket, std::move(event));
+      return Status::ok();
+    }));
+    return ticket;
   }
 
   Result<int> gpu_of(DeviceId device) const {
@@ -374,14 +374,6 @@ class CudaAdapter final : public DeviceAdapter {
     return slot.get();
   }
 
-  Result<Lane*> lane_of(Work& work, std::size_t rank) {
-    if (rank >= work.ranks.size())
-      return Status(ErrorCode::kInternal, "cuda adapter: rank " + std::to_string(rank) +
-                                              " outside the work of " +
-                                              std::to_string(work.ranks.size()) + " ranks");
-    return lane_for(work.ranks[rank].device);
-  }
-
   // The end of every verb that queued work: wait for it, failed or not, and
   // return the first error.
   static Status settle(Lane& l, Status queued, const char* verb) {
@@ -389,51 +381,35 @@ class CudaAdapter final : public DeviceAdapter {
     return queued.is_ok() ? synced : queued;
   }
 
-  // Queues a received message (host memory the transport owns) into rank's
-  // recv buffer: it comes up once into device staging, then combines like a
-  // transfer from this GPU. The lane's stream orders reuses of the staging.
-  Status queue_received(Lane& l, Work& work, std::size_t rank, std::size_t dst_offset,
-                        const void* host, std::size_t count, Combine combine) {
-    if (combine == Combine::kCopy)  // straight from the host buffer
-      return apply(l, work, rank, dst_offset, host, l.gpu, count, combine, /*src_is_staging=*/true);
-    const std::size_t bytes = count * dtype_size(work.dtype);
-    auto staging = l.staging.reserve(l.gpu, l.stream.get(), bytes);
-    RUCCL_TRY(staging);
-    RUCCL_TRY(check(cudaMemcpyAsync(staging.value(), host, bytes, cudaMemcpyDefault, l.stream.get()),
-                    "cudaMemcpyAsync of a received message to " + l.name(), l.gpu));
-    return apply(l, work, rank, dst_offset, staging.value(), l.gpu, count, combine,
-                 /*src_is_staging=*/true);
-  }
-
-  // The end of a staging verb: on success an event after the queued work and
-  // its ticket; on failure, nothing this call queued may outlive it.
-  static Status staged_queued(Lane& l, Status queued, const char* verb, StageTicket& ticket) {
-    if (!queued) return settle(l, std::move(queued), verb);
-    Event event;
-    if (!l.spare_events.empty()) {
-      event = std::move(l.spare_events.back());
-      l.spare_events.pop_back();
-    } else {
-      auto created = Event::create(l.gpu);
-      if (!created.is_ok()) return settle(l, created.status(), verb);
-      event = std::move(created.value());
+  // Where a pointer lives (unified addressing).
+  struct Where {
+    cudaMemoryType type = cudaMemoryTypeUnregistered;
+    int device = -1;
+    // The GPU a copy reads it from: its own for device memory, else `lane`'s.
+    int device_gpu(int lane) const { return type == cudaMemoryTypeDevice ? device : lane; }
+  };
+  static Result<Where> locate(const void* p, std::size_t element, const Lane& l, const char* what) {
+    if (reinterpret_cast<std::uintptr_t>(p) % element != 0)
+      return Status(ErrorCode::kInvalidArgument, std::string(what) + " at " + hex(p) + " on " +
+                                                     l.name() + " is not aligned to its " +
+                                                     std::to_string(element) + "-byte elements");
+    cudaPointerAttributes attr{};
+    const cudaError_t err = cudaPointerGetAttributes(&attr, p);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      return Where{};  // not known to CUDA: plain host memory
     }
-    Status recorded = check(cudaEventRecord(event.get(), l.stream.get()),
-                            std::string("cudaEventRecord (") + verb + ") on " + l.name(), l.gpu);
-    if (!recorded) return settle(l, std::move(recorded), verb);
-    ticket = ++l.last_ticket;
-    l.staged.emplace_back(ticket, std::move(event));
-    return Status::ok();
+    return Where{attr.type, attr.device};
   }
 
-  // `lane`'s stream waits for what `owner`'s caller queued before the call.
-  static Status wait_produced(Lane& lane, const RankBuffers& owner) {
-    const auto* captured = dynamic_cast<const Captured*>(owner.state.get());
-    if (captured == nullptr || captured->produced.get() == nullptr) return Status::ok();
-    return check(cudaStreamWaitEvent(lane.stream.get(), captured->produced.get(), 0),
-                 "cudaStreamWaitEvent (producer of " + device_name(owner.device) + ") on " +
-                     lane.name(),
-                 lane.gpu);
+  // Whether a kernel on the lane's GPU reads memory at `w` directly.
+  bool readable(const Lane& l, const Where& w) {
+    switch (w.type) {
+      case cudaMemoryTypeDevice: return peer_access(l.gpu, w.device);
+      case cudaMemoryTypeManaged: return true;
+      case cudaMemoryTypeHost: case cudaMemoryTypeUnregistered: break;
+    }
+    return false;
   }
 
   // Whether kernels on `gpu` may read memory of `peer` (enabled on first ask).
@@ -470,67 +446,6 @@ class CudaAdapter final : public DeviceAdapter {
     }
     return check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, l.stream.get()),
                  "cudaMemcpyAsync on " + l.name(), l.gpu);
-  }
-
-  // recv[dst_offset..+count) of `rank` = src (kCopy), recv op src (kReduce) or
-  // own input op src (kReduceInput); src lives on `src_gpu`. Bounds-checked.
-  Status apply(Lane& l, Work& work, std::size_t rank, std::size_t dst_offset, const void* src,
-               int src_gpu, std::size_t count, Combine combine, bool src_is_staging = false) {
-    const std::size_t es = dtype_size(work.dtype);
-    const std::size_t bytes = count * es;
-    const RankBuffers& me = work.ranks[rank];
-    if (me.recv == nullptr || dst_offset + count > me.recv_count)
-      return range_error("destination range", rank, dst_offset, count);
-    RUCCL_TRY(check_pointer(me.recv, es, l.gpu, "receive buffer", l.name()));
-    auto* dst = static_cast<std::byte*>(me.recv) + dst_offset * es;
-    if (combine == Combine::kCopy) return queue_copy(l, dst, src, src_gpu, bytes);
-
-    RUCCL_TRY(core::check_reducible(work.dtype, work.op));
-    const void* a = dst;
-    if (combine == Combine::kReduceInput) {
-      if (me.input == nullptr || dst_offset + count > me.input_count)
-        return range_error("own input range", rank, dst_offset, count);
-      a = static_cast<const std::byte*>(me.input) + dst_offset * es;
-    }
-    // The kernel is elementwise: a source may be dst itself, but must not
-    // partially overlap it; such a source (and a peer range the kernel cannot
-    // read) is first copied to staging. Never the case in the ring schedules.
-    const bool stage_b = !src_is_staging &&
-                         (!peer_access(l.gpu, src_gpu) || (src != dst && overlaps(src, dst, bytes)));
-    const bool stage_a = a != dst && overlaps(a, dst, bytes);
-    if (stage_a || stage_b) {
-      if (src_is_staging && stage_a)
-        return Status(ErrorCode::kInternal, "cuda adapter: a received message's own input overlaps its destination");
-      auto staging = l.staging.reserve(l.gpu, l.stream.get(), bytes * (stage_a && stage_b ? 2 : 1));
-      RUCCL_TRY(staging);
-      auto* room = static_cast<std::byte*>(staging.value());
-      if (stage_b) {
-        RUCCL_TRY(queue_copy(l, room, src, src_gpu, bytes));
-        src = room;
-        room += bytes;
-      }
-      if (stage_a) {
-        RUCCL_TRY(queue_copy(l, room, a, l.gpu, bytes));
-        a = room;
-      }
-    }
-    return check(static_cast<cudaError_t>(kernels::launch_reduce(
-                     *kernel_type(work.dtype), kernel_op(work.op), dst, a, src, count, l.sm_count,
-                     l.stream.get())),
-                 "reduction kernel launch on " + l.name(), l.gpu);
-  }
-
-  static Status range_error(const char* what, std::size_t rank, std::size_t offset, std::size_t count) {
-    return Status(ErrorCode::kInternal, std::string("cuda adapter: ") + what +
-                                            " out of bounds on rank " + std::to_string(rank) +
-                                            " (offset " + std::to_string(offset) + ", count " +
-                                            std::to_string(count) + ")");
-  }
-  static Status out_of_bounds(const char* what, std::size_t rank, const Transfer& t) {
-    return Status(ErrorCode::kInternal,
-                  std::string("cuda adapter: ") + what + " out of bounds on rank " +
-                      std::to_string(rank) + " (peer " + std::to_string(t.peer) + ", offset " +
-                      std::to_string(t.src.offset) + ", count " + std::to_string(t.src.count) + ")");
   }
 
   const std::size_t gpus_;
