@@ -84,6 +84,11 @@ class Backend {
 
 // Host devices and the host adapter: what the in-process tests always ran on.
 const Backend& host_backend();
+// Host memory for the ranks of a world communicator whose processes each pass
+// host devices 0..per_process-1: rank r's device is host_device(r % per_process)
+// (global rank = process x per_process + local index). Its make_comm is the
+// in-process one (for reference results); world comms come from a CommFactory.
+std::unique_ptr<Backend> world_host_backend(std::size_t per_process);
 
 // The backend of this test binary (see the top of this file).
 const Backend& tested_backend();
