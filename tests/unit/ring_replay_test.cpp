@@ -65,6 +65,12 @@ std::string val_string(const Val& v) {
   return s + " }";
 }
 
+std::vector<Val> inputs(std::size_t rank, std::size_t n) {
+  std::vector<Val> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = input_val(rank, i);
+  return v;
+}
+
 struct Recorded {
   std::vector<Transfer> sends, recvs;
   Combine combine = Combine::kCopy;
@@ -112,6 +118,13 @@ class Replay {
   std::vector<RankState> states;
   std::vector<std::string> errors;
 
+  // Every rank: input element i is (rank, i); a buffer of n unwritten elements.
+  void fill(std::size_t n) {
+    for (std::size_t r = 0; r < states.size(); ++r) {
+      states[r].input = inputs(r, n);
+      states[r].buf.assign(n, Val{});
+    }
+  }
   std::size_t add_group(std::vector<std::size_t> members) {
     groups_.push_back(Group{members, std::vector<std::vector<Recorded>>(members.size())});
     return groups_.size() - 1;
@@ -280,12 +293,6 @@ Status RecordingRun::step(std::span<const Transfer> sends, std::span<const Trans
 
 // ---- the algorithms, each with its layout and its contract ------------------
 
-std::vector<Val> inputs(std::size_t rank, std::size_t n) {
-  std::vector<Val> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = input_val(rank, i);
-  return v;
-}
-
 struct Shape {
   std::size_t world, units, unit, max;  // max: elements per message (a multiple of unit)
   std::string name() const {
@@ -321,10 +328,9 @@ void replay_ring(Ring kind, const Shape& sh, bool in_place) {
   const std::size_t n = sh.units * sh.unit, w = sh.world;
   const std::vector<Range> chunks = balanced_ranges(sh.units, w, sh.unit);
   Replay rp(w, sh.unit, sh.max);
+  rp.fill(n);
   for (std::size_t r = 0; r < w; ++r) {
     RankState& s = rp.states[r];
-    s.input = inputs(r, n);
-    s.buf.assign(n, Val{});
     if (kind == Ring::kAllGather) {
       for (std::size_t e = chunks[r].offset; e < chunks[r].end(); ++e) s.buf[e] = s.input[e];
     } else if (in_place || w == 1) {  // in place, or the caller's copy when no step runs
@@ -366,10 +372,9 @@ void replay_hierarchical(std::size_t P, std::size_t D, const Shape& sh, bool in_
     for (std::size_t p = 0; p < P; ++p) m.push_back(p * D + d);
     across[d] = rp.add_group(m);
   }
+  rp.fill(n);
   for (std::size_t g = 0; g < w; ++g) {
     RankState& s = rp.states[g];
-    s.input = inputs(g, n);
-    s.buf.assign(n, Val{});
     if (in_place || w == 1) {
       s.buf = s.input;
       s.aliased = in_place;
@@ -404,10 +409,9 @@ void replay_chain(bool broadcast, const Shape& sh, std::size_t root, std::size_t
   const std::size_t n = sh.units * sh.unit, w = sh.world;
   const std::vector<Range> segments = segment_ranges(sh.units, segment_units, sh.unit);
   Replay rp(w, sh.unit, sh.max);
+  rp.fill(n);
   for (std::size_t r = 0; r < w; ++r) {
     RankState& s = rp.states[r];
-    s.input = inputs(r, n);
-    s.buf.assign(n, Val{});
     if (broadcast && r == root) s.send_is_input = true;
     if (!broadcast && r == root && w == 1) s.buf = s.input;  // the caller's copy
   }
@@ -492,8 +496,8 @@ TEST(RingReplay, ChainBroadcastAndReduceEveryRoot) {
       for (std::size_t b : budgets())
         for (std::size_t c : counts(w))
           for (std::size_t root : std::set<std::size_t>{0, w / 2, w - 1})
-            for (std::size_t seg : {b, 3 * b + 1}) {  // one message per segment, or several
-              if (unit > 1 && seg != b) continue;
+            for (std::size_t seg : {b, 3 * b + 1}) {  // one message per segment, or (budget 1) four
+              if (seg != b && (unit > 1 || b > 1)) continue;
               replay_chain(true, Shape{w, c, unit, b * unit}, root, seg);
               replay_chain(false, Shape{w, c, unit, b * unit}, root, seg);
             }
@@ -513,10 +517,7 @@ std::vector<std::string> broken(std::size_t w, std::size_t n,
                                 const std::function<Status(RankRun&, std::size_t)>& fn,
                                 std::size_t max = 2) {
   Replay rp(w, 1, max);
-  for (std::size_t r = 0; r < w; ++r) {
-    rp.states[r].input = inputs(r, n);
-    rp.states[r].buf.assign(n, Val{});
-  }
+  rp.fill(n);
   run_flat(rp, w, fn);
   if (rp.errors.empty()) rp.simulate();
   for (std::size_t r = 0; r < w; ++r)
