@@ -1,6 +1,8 @@
 // The device backend a shared test body runs on: one test body per case, run
-// once over host devices (the in-process binaries, label inproc) and once over
-// CUDA devices (ruccl_cuda_tests, label cuda).
+// once over host devices (the in-process binaries, label inproc), once over
+// CUDA devices (ruccl_cuda_tests, label cuda) and over host devices of world
+// communicators across processes (ruccl_mpi_world_matrix, label mpi). Where
+// the communicators come from is comm_factory.hpp's part.
 //
 // The bodies in tests/inproc/{all_reduce,collectives,all_to_all_v}_test.cpp
 // reach memory only through tested_backend(): they build Bytes on the host,
@@ -8,7 +10,8 @@
 // the results back with download(). tested_backend() is defined once per test
 // binary (a link-time choice, so no binary can silently test the wrong one):
 //   tests/support/tested_host.cpp  -> host_backend()   (in-process binaries)
-//   tests/cuda/cuda_backend.cpp    -> the CUDA backend (ruccl_cuda_tests)
+//   tests/cuda/cuda_tested_backend.cpp -> the CUDA backend (ruccl_cuda_tests)
+//   tests/mpi/world_matrix_main.cpp    -> world_host_backend(D) (ruccl_mpi_world_matrix)
 // Nothing here includes a CUDA header.
 #pragma once
 

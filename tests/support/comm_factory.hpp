@@ -1,5 +1,5 @@
 // Where the communicators of the shared collective bodies come from
-// (tests/inproc/{all_reduce,collectives,all_to_all_v,budgets_and_sequences}_test.cpp):
+// (tests/inproc/{all_reduce,collectives,all_to_all_v,budget}_test.cpp):
 //   in process   every rank a thread of this process, over tested_backend()'s
 //                devices (ruccl_inproc_*, ruccl_cuda_tests);
 //   world        a world communicator across the processes of mpirun, under
@@ -10,7 +10,11 @@
 // else (the cases, the closed forms, the checks) is the same everywhere.
 // tested_factory() is a link-time choice per binary, like tested_backend():
 // support/tested_host.cpp and tests/cuda/cuda_tested_backend.cpp pick the
-// in-process factory, tests/mpi/world_matrix_main.cpp a world one.
+// in-process factory, tests/mpi/world_matrix_main.cpp a world one
+// (support/world_factory.hpp, from its --strategy and --devices-per-process).
+// The MPI binary's main is tests/mpi/bootstrap_main.cpp, in the role of
+// MSCCL++'s MultiProcessTestEnv: MPI once for the whole run, every test on
+// every process in the same order, the processes' outcomes agreed at the end.
 #pragma once
 
 #include <gtest/gtest.h>
