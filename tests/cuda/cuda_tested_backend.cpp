@@ -4,7 +4,7 @@
 // tests/inproc run on it and skip, saying why, where no GPU is usable.
 #include <memory>
 
-#include "backend.hpp"
+#include "comm_factory.hpp"
 #include "cuda_test_support.hpp"
 
 namespace ruccl::test {
@@ -32,5 +32,6 @@ const Backend& tested_backend() {
   static const CudaBackend backend;
   return backend;
 }
+const CommFactory& tested_factory() { return in_process_factory(); }
 
 }  // namespace ruccl::test

@@ -2,7 +2,10 @@
 // (value, into, in-place, unaligned), each checked against a closed form; large
 // tensors; values known by hand. One body per case, run on the backend of the
 // binary (tests/support/backend.hpp): host devices in ruccl_inproc_all_reduce,
-// CUDA devices in ruccl_cuda_tests (skipped, saying why, without a GPU).
+// CUDA devices in ruccl_cuda_tests (skipped, saying why, without a GPU), and
+// over world communicators across processes in ruccl_mpi_world_matrix (the
+// communicators come from tested_factory(), tests/support/comm_factory.hpp;
+// tests for a fixed world other than the one mpirun made skip there).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
+#include "comm_factory.hpp"
 
 namespace ruccl::test {
 namespace {
@@ -53,7 +56,7 @@ void run_cases(const Backend& b, Communicator& comm, const std::vector<Case>& ca
     const Case& c = cases[i];
     expected[i] = expected_reduction(c.dtype, c.op, world, c.count(), c.salt);
   }
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(comm, f, [&](std::size_t rank) {
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const Case& c = cases[i];
       const std::size_t es = dtype_size(c.dtype);
@@ -109,7 +112,7 @@ class AllReduce : public BackendWorldTest {};
 TEST_P(AllReduce, EveryOpDtypeSizeAndForm) {
   const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = b.make_comm(world);
+  auto comm = tested_factory().make_comm(world);
   std::vector<Case> cases;
   std::uint64_t salt = 0;
   for (DataType dtype : kReducible) {
@@ -123,13 +126,13 @@ TEST_P(AllReduce, EveryOpDtypeSizeAndForm) {
   Failures f;
   run_cases(b, *comm, cases, f);
   EXPECT_TRUE(f.empty()) << f.report();
-  for (std::size_t r = 0; r < world; ++r) EXPECT_EQ(comm->next_sequence(r), cases.size());
+  for (std::size_t r : local_ranks(*comm)) EXPECT_EQ(comm->next_sequence(r), cases.size());
 }
 
 TEST_P(AllReduce, MultiDimensionalShapesKeepTheirShape) {
   const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = b.make_comm(world);
+  auto comm = tested_factory().make_comm(world);
   std::vector<Case> cases;
   for (Form form : kForms) {
     cases.push_back({DataType::kF32, ReduceOp::kSum, Shape{7, 5}, form, 1});
@@ -143,7 +146,25 @@ TEST_P(AllReduce, MultiDimensionalShapesKeepTheirShape) {
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, AllReduce, ::testing::Values(1, 2, 3, 4, 7, 8), world_name);
+// A count large enough for several messages and pipeline segments per chunk
+// in every dtype, and a 2-D shape with rows not divisible by the world.
+TEST_P(AllReduce, EveryDtypeAtALargeCountAndOddRows) {
+  const Backend& b = tested_backend();
+  const std::size_t world = GetParam();
+  auto comm = tested_factory().make_comm(world);
+  std::vector<Case> cases;
+  std::uint64_t k = 0;
+  for (DataType dtype : kReducible) {
+    cases.push_back({dtype, kAllReduceOps[k % 5], Shape{65537}, kForms[k % 4], 1000 + k});
+    cases.push_back({dtype, kAllReduceOps[(k + 2) % 5], Shape{world + 2, 3}, kForms[(k + 1) % 4], 2000 + k});
+    ++k;
+  }
+  Failures f;
+  run_cases(b, *comm, cases, f);
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, AllReduce, RUCCL_TEST_WORLDS(1, 2, 3, 4, 7, 8), world_name);
 
 class AllReduceLarge : public BackendTest {};
 
@@ -165,8 +186,9 @@ TEST_F(AllReduceLarge, MillionElements) {
       {5, {DataType::kI8, ReduceOp::kMean, Shape{kCount}, Form::kValue, 5}},
   };
   for (const auto& l : larges) {
+    if (!tested_factory().can_make(l.world)) continue;
     SCOPED_TRACE("world " + std::to_string(l.world) + " " + l.c.name());
-    auto comm = b.make_comm(l.world);
+    auto comm = tested_factory().make_comm(l.world);
     Failures f;
     run_cases(b, *comm, {l.c}, f);
     EXPECT_TRUE(f.empty()) << f.report();
@@ -178,10 +200,11 @@ TEST_F(AllReduceLarge, MillionElements) {
 // ring, the same arithmetic. Any NaN matches any NaN (payloads may differ).
 TEST_F(AllReduceLarge, RandomBitsMatchTheHostAdapter) {
   const Backend& b = tested_backend();
-  if (&b == &host_backend()) GTEST_SKIP() << "the host adapter is the reference itself";
+  if (b.name() == "host") GTEST_SKIP() << "the host adapter is the reference itself";
+  if (!tested_factory().in_process()) GTEST_SKIP() << "compares against an in-process reference";
   constexpr std::size_t kCount = 4099;
   for (std::size_t world : {2, 3, 4}) {
-    auto device_comm = b.make_comm(world);
+    auto device_comm = tested_factory().make_comm(world);
     auto host_comm = make_comm(world);
     Failures f;
     run_ranks(world, f, [&](std::size_t rank) {
@@ -227,11 +250,12 @@ Bytes reduce_one_in_place(const Backend& b, Communicator& comm, std::size_t rank
 
 TEST_F(AllReduceByHand, HalfPrecisionBitPatterns) {
   const Backend& b = tested_backend();
-  auto comm = b.make_comm(4);
+  RUCCL_SKIP_UNLESS_WORLD(4);
+  auto comm = tested_factory().make_comm(4);
   Failures f;
   // f16: rank r holds r+1 -> sum 10 (0x4900), mean 2.5 (0x4100), prod 24 (0x4E00).
   // bf16: same values: sum 10 (0x4120), mean 2.5 (0x4020), max 4 (0x4080).
-  run_ranks(4, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     const std::uint16_t f16[] = {0x3C00, 0x4000, 0x4200, 0x4400};  // 1 2 3 4
     const std::uint16_t bf16[] = {0x3F80, 0x4000, 0x4040, 0x4080};
     struct Want {
@@ -267,7 +291,8 @@ TEST_F(AllReduceByHand, HalfPrecisionBitPatterns) {
 TEST_F(AllReduceByHand, RoundingOfArbitraryValuesOnTwoRanks) {
   const Backend& b = tested_backend();
   constexpr std::size_t kCount = 4099;
-  auto comm = b.make_comm(2);
+  RUCCL_SKIP_UNLESS_WORLD(2);
+  auto comm = tested_factory().make_comm(2);
   Failures f;
   auto bits16 = [](std::size_t rank, std::size_t i, std::uint64_t salt) {
     // Random 16-bit patterns, NaN inputs excluded; all exponents, subnormals, infs.
@@ -344,7 +369,7 @@ TEST_F(AllReduceByHand, RoundingOfArbitraryValuesOnTwoRanks) {
           }
         }
       }
-      run_ranks(2, f, [&](std::size_t rank) {
+      run_local_ranks(*comm, f, [&](std::size_t rank) {
         const std::string what = std::string("2-rank ") + std::string(dtype_name(dt)) + " " +
                                  std::string(op_name(op));
         const Buffer d = b.upload(rank, in[rank]);
@@ -359,7 +384,9 @@ TEST_F(AllReduceByHand, RoundingOfArbitraryValuesOnTwoRanks) {
 
 TEST_F(AllReduceByHand, IntegerMeanTruncatesTowardZeroAndSumWraps) {
   const Backend& b = tested_backend();
-  auto comm = b.make_comm(3);
+  const CommFactory& factory = tested_factory();
+  if (!factory.can_make(3) && !factory.can_make(4))
+    GTEST_SKIP() << factory.name() << " makes neither 3 nor 4 ranks here";
   Failures f;
   auto as_int = [](DataType dtype, const Bytes& bytes) -> std::int64_t {
     switch (dtype) {
@@ -377,52 +404,57 @@ TEST_F(AllReduceByHand, IntegerMeanTruncatesTowardZeroAndSumWraps) {
     }
   };
   auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
-  run_ranks(3, f, [&](std::size_t rank) {
-    Status s;
-    // i32 mean of {-1, -1, -2} = -4 / 3 = -1 (toward zero, not -2).
-    std::int64_t a = as_int(DataType::kI32, reduce_one_in_place(b, *comm, rank, DataType::kI32,
-                                                                ReduceOp::kMean, u(rank == 2 ? -2 : -1), s));
-    RANK_CHECK(f, rank, s.is_ok() && a == -1, describe(s) << " i32 mean got " << a);
-    // i8 sum of {100, 100, 100} wraps to 44; mean of the wrapped sum is 14.
-    std::int64_t b8 = as_int(DataType::kI8, reduce_one_in_place(b, *comm, rank, DataType::kI8,
-                                                                ReduceOp::kSum, 100, s));
-    RANK_CHECK(f, rank, s.is_ok() && b8 == 44, describe(s) << " i8 sum got " << b8);
-    std::int64_t c = as_int(DataType::kI8, reduce_one_in_place(b, *comm, rank, DataType::kI8,
-                                                               ReduceOp::kMean, 100, s));
-    RANK_CHECK(f, rank, s.is_ok() && c == 14, describe(s) << " i8 mean got " << c);
-    // i64 mean of INT64_MIN-ish values: the signed sum divided by 3 (no unsigned division).
-    std::int64_t d = as_int(DataType::kI64, reduce_one_in_place(b, *comm, rank, DataType::kI64,
-                                                                ReduceOp::kMean, u(-9), s));
-    RANK_CHECK(f, rank, s.is_ok() && d == -9, describe(s) << " i64 mean got " << d);
-    // u64 prod wraps: (2^32)^3 = 0 mod 2^64... plus one: (2^32+1)^3 mod 2^64.
-    const std::uint64_t x = (std::uint64_t{1} << 32) + 1;
-    std::uint64_t e = 0;
-    std::memcpy(&e, reduce_one_in_place(b, *comm, rank, DataType::kU64, ReduceOp::kProd, x, s).data(), 8);
-    RANK_CHECK(f, rank, s.is_ok() && e == x * x * x, describe(s) << " u64 prod got " << e);
-  });
+  if (factory.can_make(3)) {
+    auto comm = factory.make_comm(3);
+    run_local_ranks(*comm, f, [&](std::size_t rank) {
+      Status s;
+      // i32 mean of {-1, -1, -2} = -4 / 3 = -1 (toward zero, not -2).
+      std::int64_t a = as_int(DataType::kI32, reduce_one_in_place(b, *comm, rank, DataType::kI32,
+                                                                  ReduceOp::kMean, u(rank == 2 ? -2 : -1), s));
+      RANK_CHECK(f, rank, s.is_ok() && a == -1, describe(s) << " i32 mean got " << a);
+      // i8 sum of {100, 100, 100} wraps to 44; mean of the wrapped sum is 14.
+      std::int64_t b8 = as_int(DataType::kI8, reduce_one_in_place(b, *comm, rank, DataType::kI8,
+                                                                  ReduceOp::kSum, 100, s));
+      RANK_CHECK(f, rank, s.is_ok() && b8 == 44, describe(s) << " i8 sum got " << b8);
+      std::int64_t c = as_int(DataType::kI8, reduce_one_in_place(b, *comm, rank, DataType::kI8,
+                                                                 ReduceOp::kMean, 100, s));
+      RANK_CHECK(f, rank, s.is_ok() && c == 14, describe(s) << " i8 mean got " << c);
+      // i64 mean of INT64_MIN-ish values: the signed sum divided by 3 (no unsigned division).
+      std::int64_t d = as_int(DataType::kI64, reduce_one_in_place(b, *comm, rank, DataType::kI64,
+                                                                  ReduceOp::kMean, u(-9), s));
+      RANK_CHECK(f, rank, s.is_ok() && d == -9, describe(s) << " i64 mean got " << d);
+      // u64 prod wraps: (2^32)^3 = 0 mod 2^64... plus one: (2^32+1)^3 mod 2^64.
+      const std::uint64_t x = (std::uint64_t{1} << 32) + 1;
+      std::uint64_t e = 0;
+      std::memcpy(&e, reduce_one_in_place(b, *comm, rank, DataType::kU64, ReduceOp::kProd, x, s).data(), 8);
+      RANK_CHECK(f, rank, s.is_ok() && e == x * x * x, describe(s) << " u64 prod got " << e);
+    });
+  }
   // Four ranks: i8 100 * 4 wraps to 144 - 256 = -112; Mean truncates -112 / 4 =
   // -28. i32 Mean of {-1, -1, -1, -2} = -5 / 4 = -1 (toward zero).
-  auto comm4 = b.make_comm(4);
-  run_ranks(4, f, [&](std::size_t rank) {
-    const struct {
-      DataType dtype;
-      ReduceOp op;
-      std::int64_t in;
-      std::int64_t want;
-    } ints[] = {{DataType::kI8, ReduceOp::kSum, 100, -112},
-                {DataType::kI8, ReduceOp::kMean, 100, -28},
-                {DataType::kI32, ReduceOp::kMean, rank == 3 ? -2 : -1, -1}};
-    for (const auto& c : ints) {
-      Status s;
-      const Bytes got = reduce_one_in_place(b, *comm4, rank, c.dtype, c.op, u(c.in), s);
-      Bytes want(dtype_size(c.dtype));
-      encode(c.dtype, u(c.want), want.data());
-      RANK_CHECK(f, rank, s.is_ok(), describe(s));
-      check_bytes(f, rank,
-                  "4-rank " + std::string(dtype_name(c.dtype)) + " " + std::string(op_name(c.op)),
-                  c.dtype, got.data(), want);
-    }
-  });
+  if (factory.can_make(4)) {
+    auto comm4 = factory.make_comm(4);
+    run_local_ranks(*comm4, f, [&](std::size_t rank) {
+      const struct {
+        DataType dtype;
+        ReduceOp op;
+        std::int64_t in;
+        std::int64_t want;
+      } ints[] = {{DataType::kI8, ReduceOp::kSum, 100, -112},
+                  {DataType::kI8, ReduceOp::kMean, 100, -28},
+                  {DataType::kI32, ReduceOp::kMean, rank == 3 ? -2 : -1, -1}};
+      for (const auto& c : ints) {
+        Status s;
+        const Bytes got = reduce_one_in_place(b, *comm4, rank, c.dtype, c.op, u(c.in), s);
+        Bytes want(dtype_size(c.dtype));
+        encode(c.dtype, u(c.want), want.data());
+        RANK_CHECK(f, rank, s.is_ok(), describe(s));
+        check_bytes(f, rank,
+                    "4-rank " + std::string(dtype_name(c.dtype)) + " " + std::string(op_name(c.op)),
+                    c.dtype, got.data(), want);
+      }
+    });
+  }
   EXPECT_TRUE(f.empty()) << f.report();
 }
 

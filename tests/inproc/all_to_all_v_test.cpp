@@ -1,13 +1,14 @@
 // all_to_all_v over 1..8 ranks: random counts with zeros, row widths above
 // one, results in source order. One body per case, run on the backend of the
 // binary (tests/support/backend.hpp): host devices in ruccl_inproc_collectives,
-// CUDA devices in ruccl_cuda_tests (skipped, saying why, without a GPU).
+// CUDA devices in ruccl_cuda_tests (skipped, saying why, without a GPU), world
+// communicators across processes in ruccl_mpi_world_matrix (comm_factory.hpp).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
+#include "comm_factory.hpp"
 
 namespace ruccl::test {
 namespace {
@@ -37,7 +38,7 @@ Shape rows_shape(std::size_t rows, std::size_t width) {
 
 void run_a2a(const Backend& b, Communicator& comm, const std::vector<A2ACase>& cases, Failures& f) {
   const std::size_t world = comm.world_size();
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(comm, f, [&](std::size_t rank) {
     for (std::size_t ci = 0; ci < cases.size(); ++ci) {
       const A2ACase& c = cases[ci];
       const std::size_t esz = dtype_size(c.dtype);
@@ -98,7 +99,7 @@ class AllToAllV : public BackendWorldTest {};
 TEST_P(AllToAllV, RandomCountsWithZerosInSourceOrder) {
   const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = b.make_comm(world);
+  auto comm = tested_factory().make_comm(world);
   std::vector<A2ACase> cases;
   std::uint64_t seed = 1;
   for (DataType dt : {DataType::kF32, DataType::kI64, DataType::kBytes, DataType::kU8,
@@ -122,6 +123,13 @@ TEST_P(AllToAllV, RandomCountsWithZerosInSourceOrder) {
     cases.push_back({DataType::kI32, 2, to_zero, 91});
     cases.push_back({DataType::kF64, 1, self, 92});
   }
+  // Blocks of 301 rows of 5 (many messages each) between every other pair,
+  // and ragged bf16 rows.
+  Matrix big = zeros;
+  for (std::size_t s = 0; s < world; ++s)
+    for (std::size_t d = 0; d < world; ++d) big[s][d] = (s + d) % 2 == 0 ? 301 : 0;
+  cases.push_back({DataType::kF32, 5, big, 93});
+  cases.push_back({DataType::kBF16, 3, random_counts(world, 94), 94});
   Failures f;
   run_a2a(b, *comm, cases, f);
   EXPECT_TRUE(f.empty()) << f.report();
@@ -130,9 +138,9 @@ TEST_P(AllToAllV, RandomCountsWithZerosInSourceOrder) {
 TEST_P(AllToAllV, WrongNumberOfSendCountsIsAnError) {
   const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = b.make_comm(world);
+  auto comm = tested_factory().make_comm(world);
   Failures f;
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     // send_counts must have one entry per rank and sum to the input rows.
     std::vector<std::size_t> counts(world + 1, 0);
     const Buffer in = b.upload(rank, Bytes{});
@@ -151,7 +159,7 @@ TEST_P(AllToAllV, WrongNumberOfSendCountsIsAnError) {
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, AllToAllV, ::testing::Values(1, 2, 3, 4, 7, 8), world_name);
+INSTANTIATE_TEST_SUITE_P(Worlds, AllToAllV, RUCCL_TEST_WORLDS(1, 2, 3, 4, 7, 8), world_name);
 
 }  // namespace
 }  // namespace ruccl::test

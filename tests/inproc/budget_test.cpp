@@ -1,17 +1,38 @@
 // The per-message byte budget: CallOptions::max_chunk_bytes, Config's budget and
 // BoundedCommunicator. Tiny budgets (one element, one row) still give exact
 // results; budgets below one element/row are kBudgetTooSmall on every rank.
+// Host memory; the communicators come from tested_factory() (comm_factory.hpp):
+// in process here, across processes in ruccl_mpi_world_matrix.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "test_support.hpp"
+#include "comm_factory.hpp"
 
 namespace ruccl::test {
 namespace {
 
 class Budget : public ::testing::TestWithParam<std::size_t> {};
+
+// The communicators come from tested_factory() (in process, or a world across
+// processes in ruccl_mpi_world_matrix); memory is the host's, on the devices
+// of tested_backend(). These hide test_support's in-process versions.
+std::shared_ptr<Communicator> make_comm(std::size_t n, const Config& config) {
+  return tested_factory().make_comm(n, config);
+}
+std::shared_ptr<Communicator> make_comm(std::size_t n) { return tested_factory().make_comm(n); }
+TensorView view(Bytes& buf, DataType dtype, Shape shape, std::size_t rank) {
+  return TensorView{buf.empty() ? nullptr : buf.data(), dtype, std::move(shape),
+                    tested_backend().device(rank), nullptr};
+}
+TensorView view1(Bytes& buf, DataType dtype, std::size_t rank) {
+  return view(buf, dtype, Shape{buf.size() / dtype_size(dtype)}, rank);
+}
+void check_result(Failures& f, std::size_t rank, const std::string& what, const Tensor& t,
+                  DataType dtype, const Shape& shape, const Bytes& expected) {
+  tested_backend().check_tensor(f, rank, what, t, dtype, shape, expected);
+}
 
 // Every collective once, under `opts`, with results checked. Rows of `width`.
 void every_collective(Communicator& comm, std::size_t rank, CallOptions opts, std::size_t rows,
@@ -28,20 +49,20 @@ void every_collective(Communicator& comm, std::size_t rank, CallOptions opts, st
   const TensorView iv = view(in, dt, shape, rank);
 
   auto ar = comm.all_reduce(rank, iv, ReduceOp::kSum, opts);
-  if (ar.is_ok()) check_tensor(f, rank, what + " all_reduce", *ar, dt, shape, sum);
+  if (ar.is_ok()) check_result(f, rank, what + " all_reduce", *ar, dt, shape, sum);
   else f.add(rank, what + " all_reduce: " + describe(ar.status()));
 
   const std::size_t root = (salt + 1) % world;
   auto rd = comm.reduce(rank, iv, ReduceOp::kSum, root, opts);
   if (!rd.is_ok()) f.add(rank, what + " reduce: " + describe(rd.status()));
-  else if (rank == root && rd->has_value()) check_tensor(f, rank, what + " reduce", **rd, dt, shape, sum);
+  else if (rank == root && rd->has_value()) check_result(f, rank, what + " reduce", **rd, dt, shape, sum);
   else RANK_CHECK(f, rank, rd->has_value() == (rank == root), what << " reduce: root/non-root result");
 
   const Bytes root_data = move_input_buffer(dt, root, count, salt);
   Bytes bin = rank == root ? root_data : Bytes{};
   const TensorView bv = view(bin, dt, shape, rank);
   auto bc = comm.broadcast(rank, rank == root ? &bv : nullptr, opts);
-  if (bc.is_ok()) check_tensor(f, rank, what + " broadcast", *bc, dt, shape, root_data);
+  if (bc.is_ok()) check_result(f, rank, what + " broadcast", *bc, dt, shape, root_data);
   else f.add(rank, what + " broadcast: " + describe(bc.status()));
 
   Bytes gin = move_input_buffer(dt, rank, count, salt);
@@ -53,7 +74,7 @@ void every_collective(Communicator& comm, std::size_t rank, CallOptions opts, st
   Shape gshape = shape;
   gshape[0] *= world;
   auto ag = comm.all_gather(rank, view(gin, dt, shape, rank), opts);
-  if (ag.is_ok()) check_tensor(f, rank, what + " all_gather", *ag, dt, gshape, gathered);
+  if (ag.is_ok()) check_result(f, rank, what + " all_gather", *ag, dt, gshape, gathered);
   else f.add(rank, what + " all_gather: " + describe(ag.status()));
 
   const std::size_t base = rows / world, extra = rows % world;
@@ -63,7 +84,7 @@ void every_collective(Communicator& comm, std::size_t rank, CallOptions opts, st
   sshape[0] = my_rows;
   const Bytes shard(sum.begin() + first * width * esz, sum.begin() + (first + my_rows) * width * esz);
   auto rs = comm.reduce_scatter(rank, iv, ReduceOp::kSum, opts);
-  if (rs.is_ok()) check_tensor(f, rank, what + " reduce_scatter", *rs, dt, sshape, shard);
+  if (rs.is_ok()) check_result(f, rank, what + " reduce_scatter", *rs, dt, sshape, shard);
   else f.add(rank, what + " reduce_scatter: " + describe(rs.status()));
 
   // all_to_all_v: rank s sends (s + d) % 3 rows to rank d.
@@ -95,7 +116,7 @@ TEST_P(Budget, OneElementAndOneRowBudgetsGiveExactResults) {
   const std::size_t world = GetParam();
   auto comm = make_comm(world);
   Failures f;
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     std::uint64_t salt = 0;
     for (std::size_t rows : {0u, 1u, 10u, 37u}) {
       // Exactly one f32 element; just under two elements (still one).
@@ -114,7 +135,7 @@ TEST_P(Budget, ConfigBudgetAppliesToEveryCall) {
   const std::size_t world = GetParam();
   auto comm = make_comm(world, test_config(world).with_max_chunk_bytes(12).with_segment_bytes(8));
   Failures f;
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     every_collective(*comm, rank, CallOptions{}, 23, 3, 5, f, "config budget 12");
   });
   EXPECT_TRUE(f.empty()) << f.report();
@@ -132,7 +153,7 @@ TEST_P(Budget, BelowOneElementOrRowIsBudgetTooSmallEverywhere) {
   const std::size_t world = GetParam();
   auto comm = make_comm(world);
   Failures f;
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     // f64 elements are 8 bytes; budget 5.
     Bytes in = reduce_input_buffer(DataType::kF64, ReduceOp::kSum, rank, 6);
     const TensorView iv = view1(in, DataType::kF64, rank);
@@ -153,7 +174,7 @@ TEST_P(Budget, BelowOneElementOrRowIsBudgetTooSmallEverywhere) {
     // The group still works with an adequate budget.
     auto ok = comm->all_reduce(rank, iv, ReduceOp::kSum, CallOptions{8});
     if (ok.is_ok()) {
-      check_tensor(f, rank, "all_reduce after errors", *ok, DataType::kF64, {6},
+      check_result(f, rank, "all_reduce after errors", *ok, DataType::kF64, {6},
                    expected_reduction(DataType::kF64, ReduceOp::kSum, world, 6));
     } else {
       f.add(rank, "all_reduce after errors: " + describe(ok.status()));
@@ -171,13 +192,13 @@ TEST_P(Budget, BoundedCommunicatorAppliesItsBudget) {
   EXPECT_EQ(one_elem.world_size(), world);
   EXPECT_EQ(one_elem.inner(), comm);
   Failures f;
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     const std::size_t count = 41;
     Bytes in = reduce_input_buffer(DataType::kF16, ReduceOp::kMean, rank, count, 3);
     const TensorView iv = view1(in, DataType::kF16, rank);
     auto r = one_elem.all_reduce(rank, iv, ReduceOp::kMean);
     if (r.is_ok()) {
-      check_tensor(f, rank, "bounded all_reduce", *r, DataType::kF16, {count},
+      check_result(f, rank, "bounded all_reduce", *r, DataType::kF16, {count},
                    expected_reduction(DataType::kF16, ReduceOp::kMean, world, count, 3));
     } else {
       f.add(rank, "bounded all_reduce: " + describe(r.status()));
@@ -208,7 +229,7 @@ TEST_P(Budget, EmptyTensorsNeedNoBudget) {
   const std::size_t world = GetParam();
   auto comm = make_comm(world);
   Failures f;
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     Bytes none;
     const TensorView iv = view(none, DataType::kF64, {0}, rank);
     auto r = comm->all_reduce(rank, iv, ReduceOp::kSum, CallOptions{1});
@@ -221,11 +242,12 @@ TEST_P(Budget, EmptyTensorsNeedNoBudget) {
 // bounded call stages nothing (peak 0) and reports the budget it ran under;
 // the into forms of BoundedCommunicator give the same results as the value forms.
 TEST_P(Budget, InProcessStagesNothing) {
+  if (!tested_factory().in_process()) GTEST_SKIP() << "staging across processes: world_staging_test";
   const std::size_t world = GetParam();
   auto comm = make_comm(world);
   BoundedCommunicator bounded(comm, 64);  // 16 f32: every range is cut many times
   Failures f;
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     auto none = bounded.last_staging(rank);
     RANK_CHECK(f, rank, !none.is_ok() && none.status().code() == ErrorCode::kInvalidArgument,
                "last_staging before any call: " << describe(none.status()));
@@ -269,7 +291,7 @@ TEST_P(Budget, InProcessStagesNothing) {
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, Budget, ::testing::Values(1, 3, 4),
+INSTANTIATE_TEST_SUITE_P(Worlds, Budget, RUCCL_TEST_WORLDS(1, 3, 4),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
 
 }  // namespace

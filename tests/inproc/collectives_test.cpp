@@ -2,7 +2,9 @@
 // value / into / in-place forms, checked against closed forms; the Session API.
 // One body per case, run on the backend of the binary (tests/support/backend.hpp):
 // host devices in ruccl_inproc_collectives, CUDA devices in ruccl_cuda_tests
-// (skipped, saying why, without a GPU).
+// (skipped, saying why, without a GPU), world communicators across processes in
+// ruccl_mpi_world_matrix (the communicators come from tested_factory(),
+// tests/support/comm_factory.hpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
+#include "comm_factory.hpp"
 #include "ring/schedule.hpp"
 
 namespace ruccl::test {
@@ -28,11 +30,11 @@ std::string tag(const char* coll, DataType dt, const Shape& shape, const char* f
 TEST_P(Collectives, ReduceToEveryRoot) {
   const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = b.make_comm(world);
+  auto comm = tested_factory().make_comm(world);
   Failures f;
   const DataType dtypes[] = {DataType::kF32, DataType::kI64, DataType::kBF16, DataType::kU8};
   const std::size_t counts[] = {0, 1, 257};
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     std::uint64_t salt = 0;
     for (std::size_t root = 0; root < world; ++root) {
       for (DataType dt : dtypes) {
@@ -95,12 +97,12 @@ TEST_P(Collectives, ReduceToEveryRoot) {
 TEST_P(Collectives, BroadcastFromEveryRoot) {
   const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = b.make_comm(world);
+  auto comm = tested_factory().make_comm(world);
   Failures f;
   const DataType dtypes[] = {DataType::kF32, DataType::kU8, DataType::kBytes, DataType::kF16,
                              DataType::kI64};
   const Shape shapes[] = {{0}, {1}, {3}, {257}, {3, 4}, {3, 5}};
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     std::uint64_t salt = 0;
     for (std::size_t root = 0; root < world; ++root) {
       for (DataType dt : dtypes) {
@@ -145,12 +147,12 @@ TEST_P(Collectives, BroadcastFromEveryRoot) {
 TEST_P(Collectives, AllGatherConcatenatesAlongAxisZero) {
   const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = b.make_comm(world);
+  auto comm = tested_factory().make_comm(world);
   Failures f;
   const DataType dtypes[] = {DataType::kF32, DataType::kI8, DataType::kBytes, DataType::kF64,
                              DataType::kBF16};
   const Shape shapes[] = {{0}, {1}, {5}, {3, 4}, {1, 7}, {0, 3}, {2, 2, 3}};
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     std::uint64_t salt = 0;
     for (DataType dt : dtypes) {
       for (const Shape& shape : shapes) {
@@ -207,12 +209,12 @@ TEST_P(Collectives, AllGatherConcatenatesAlongAxisZero) {
 TEST_P(Collectives, ReduceScatterSplitsRowsBalanced) {
   const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = b.make_comm(world);
+  auto comm = tested_factory().make_comm(world);
   Failures f;
   const DataType dtypes[] = {DataType::kF32, DataType::kI32, DataType::kU64, DataType::kF16};
   const std::size_t row_counts[] = {0, 1, world - 1, world, world + 1, 2 * world + 1, 17};
   const std::size_t widths[] = {1, 3};
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     std::uint64_t salt = 0;
     for (DataType dt : dtypes) {
       for (ReduceOp op : kAllReduceOps) {
@@ -290,18 +292,18 @@ TEST_P(Collectives, ReduceScatterWholeInputAsOutputIsAShapeError) {
   const Backend& b = tested_backend();
   const std::size_t world = GetParam();
   if (world == 1) GTEST_SKIP() << "with one rank the shard is the whole input";
-  auto comm = b.make_comm(world);
+  auto comm = tested_factory().make_comm(world);
   Failures f;
   const std::size_t rows = 2 * world + 1, width = 2;
   std::vector<Status> got(world);
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     const Buffer in =
         b.upload(rank, reduce_input_buffer(DataType::kI32, ReduceOp::kSum, rank, rows * width, 9));
     const TensorView iv = in.view(DataType::kI32, {rows, width});
     got[rank] = comm->reduce_scatter_into(rank, iv, iv, ReduceOp::kSum);
   });
   EXPECT_TRUE(f.empty()) << f.report();
-  for (std::size_t r = 0; r < world; ++r) {
+  for (std::size_t r : local_ranks(*comm)) {
     EXPECT_EQ(got[r].code(), ErrorCode::kShapeMismatch) << "rank " << r << ": " << describe(got[r]);
     EXPECT_TRUE(contains(got[r].message(), "reduce_scatter needs")) << describe(got[r]);
   }
@@ -311,11 +313,11 @@ TEST_P(Collectives, ReduceScatterWholeInputAsOutputIsAShapeError) {
 TEST_P(Collectives, ReduceScatterShardSizesMatchBalancedRanges) {
   const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = b.make_comm(world);
+  auto comm = tested_factory().make_comm(world);
   Failures f;
   const std::size_t rows = 3 * world + world / 2;
   const auto ranges = ring::balanced_ranges(rows, world, 2);
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     const Buffer in =
         b.upload(rank, reduce_input_buffer(DataType::kI32, ReduceOp::kSum, rank, rows * 2));
     auto r = comm->reduce_scatter(rank, in.view(DataType::kI32, {rows, 2}), ReduceOp::kSum);
@@ -330,9 +332,9 @@ TEST_P(Collectives, ReduceScatterShardSizesMatchBalancedRanges) {
 TEST_P(Collectives, BytesNeverReduce) {
   const Backend& b = tested_backend();
   const std::size_t world = GetParam();
-  auto comm = b.make_comm(world);
+  auto comm = tested_factory().make_comm(world);
   Failures f;
-  run_ranks(world, f, [&](std::size_t rank) {
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
     const Buffer in = b.upload(rank, move_input_buffer(DataType::kBytes, rank, 16));
     const Buffer out = b.filled(rank, 16, 0);
     const TensorView iv = in.view1(DataType::kBytes);
@@ -356,7 +358,142 @@ TEST_P(Collectives, BytesNeverReduce) {
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, Collectives, ::testing::Values(1, 2, 3, 4, 7, 8), world_name);
+// ---- large tensors and the remaining dtypes -------------------------------------
+// Sizes that take several messages and pipeline segments (65537 elements, 1003
+// rows), in the dtypes the loops above leave out; value form, and into at the root.
+TEST_P(Collectives, LargeTensorsInTheRemainingDtypes) {
+  const Backend& b = tested_backend();
+  const std::size_t world = GetParam();
+  auto comm = tested_factory().make_comm(world);
+  Failures f;
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
+    std::uint64_t salt = 700;
+    struct Red {
+      DataType dt;
+      ReduceOp op;
+      std::size_t count;
+    };
+    for (const Red& c : {Red{DataType::kF16, ReduceOp::kSum, 65537}, Red{DataType::kI32, ReduceOp::kMax, 7},
+                         Red{DataType::kF64, ReduceOp::kMin, 1003}}) {
+      const std::size_t root = (salt++) % world;
+      const std::string what = tag("reduce", c.dt, {c.count}, "value", root);
+      const Buffer in = b.upload(rank, reduce_input_buffer(c.dt, c.op, rank, c.count, salt));
+      auto r = comm->reduce(rank, in.view1(c.dt), c.op, root);
+      if (!r.is_ok()) f.add(rank, what + ": " + describe(r.status()));
+      else if (r->has_value() != (rank == root)) f.add(rank, what + ": result at the wrong rank");
+      else if (rank == root)
+        b.check_tensor(f, rank, what, **r, c.dt, {c.count}, expected_reduction(c.dt, c.op, world, c.count, salt));
+    }
+    for (const auto& [dt, shape] : {std::pair{DataType::kI64, Shape{65537}}, std::pair{DataType::kF64, Shape{1003}},
+                                    std::pair{DataType::kI32, Shape{7, 3}}, std::pair{DataType::kBF16, Shape{2}}}) {
+      const std::size_t root = (salt++) % world, count = shape_count(shape).value();
+      const std::string what = tag("broadcast", dt, shape, "into", root);
+      const Bytes want = move_input_buffer(dt, root, count, salt);
+      const Buffer in = b.upload(rank, rank == root ? want : Bytes{});
+      const Buffer out = b.filled(rank, want.size(), 0x33);
+      const TensorView iv = in.view(dt, shape);
+      Status st = comm->broadcast_into(rank, rank == root ? &iv : nullptr, out.view(dt, shape));
+      if (!st.is_ok()) f.add(rank, what + ": " + describe(st));
+      else check_bytes(f, rank, what, dt, out.download().data(), want);
+    }
+    for (const auto& [dt, shape] : {std::pair{DataType::kI32, Shape{1003}}, std::pair{DataType::kF16, Shape{3, 5}}}) {
+      ++salt;
+      const std::size_t count = shape_count(shape).value();
+      Bytes want;
+      for (std::size_t r = 0; r < world; ++r) {
+        const Bytes part = move_input_buffer(dt, r, count, salt);
+        want.insert(want.end(), part.begin(), part.end());
+      }
+      Shape out_shape = shape;
+      out_shape[0] *= world;
+      const std::string what = tag("all_gather", dt, shape, "value");
+      const Buffer in = b.upload(rank, move_input_buffer(dt, rank, count, salt));
+      auto r = comm->all_gather(rank, in.view(dt, shape));
+      if (!r.is_ok()) f.add(rank, what + ": " + describe(r.status()));
+      else b.check_tensor(f, rank, what, *r, dt, out_shape, want);
+    }
+    for (const auto& [dt, rows] : {std::pair{DataType::kI64, std::size_t{1003}},
+                                   std::pair{DataType::kBF16, 2 * world + 3}, std::pair{DataType::kF64, world + 1}}) {
+      ++salt;
+      const ReduceOp op = kAllReduceOps[salt % 5];
+      const Range mine = ring::balanced_range(rows, world, rank, 3);
+      const Bytes full = expected_reduction(dt, op, world, rows * 3, salt);
+      const std::size_t esz = dtype_size(dt);
+      const Bytes want(full.begin() + mine.offset * esz, full.begin() + mine.end() * esz);
+      const std::string what = tag("reduce_scatter", dt, {rows, 3}, "value") + " op " + std::string(op_name(op));
+      const Buffer in = b.upload(rank, reduce_input_buffer(dt, op, rank, rows * 3, salt));
+      auto r = comm->reduce_scatter(rank, in.view(dt, {rows, 3}), op);
+      if (!r.is_ok()) f.add(rank, what + ": " + describe(r.status()));
+      else b.check_tensor(f, rank, what, *r, dt, {mine.count / 3, 3}, want);
+    }
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
+// ---- back to back ----------------------------------------------------------------
+// 200 tiny all-reduces, then mixed kinds, roots and sizes: messages of
+// consecutive collectives must not mix.
+TEST_P(Collectives, BackToBackTinyAndMixedCollectives) {
+  const Backend& b = tested_backend();
+  const std::size_t world = GetParam();
+  auto comm = tested_factory().make_comm(world);
+  Failures f;
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
+    // x = 7 r + i: the sum is 7 w(w-1)/2 + w i.
+    const auto w = static_cast<std::int64_t>(world);
+    for (std::int64_t i = 0; i < 200; ++i) {
+      Bytes x(8);
+      encode(DataType::kI64, static_cast<std::uint64_t>(7 * static_cast<std::int64_t>(rank) + i), x.data());
+      Bytes want(8);
+      encode(DataType::kI64, static_cast<std::uint64_t>(7 * w * (w - 1) / 2 + w * i), want.data());
+      const Buffer in = b.upload(rank, x);
+      auto r = comm->all_reduce(rank, in.view1(DataType::kI64), ReduceOp::kSum);
+      if (!r.is_ok()) return f.add(rank, "tiny all_reduce " + std::to_string(i) + ": " + describe(r.status()));
+      b.check_tensor(f, rank, "tiny all_reduce " + std::to_string(i), *r, DataType::kI64, {1}, want);
+    }
+    for (std::size_t i = 0; i < 24; ++i) {
+      const std::uint64_t salt = 600 + i;
+      const std::size_t root = i % world, n = 1 + i % 5;
+      const std::string what = "mixed #" + std::to_string(i);
+      if (i % 4 == 0 || i % 4 == 2) {  // all_reduce f32 sum / reduce i32 min
+        const DataType dt = i % 4 == 0 ? DataType::kF32 : DataType::kI32;
+        const ReduceOp op = i % 4 == 0 ? ReduceOp::kSum : ReduceOp::kMin;
+        const Buffer in = b.upload(rank, reduce_input_buffer(dt, op, rank, n, salt));
+        const Bytes want = expected_reduction(dt, op, world, n, salt);
+        if (i % 4 == 0) {
+          auto r = comm->all_reduce(rank, in.view1(dt), op);
+          if (!r.is_ok()) return f.add(rank, what + ": " + describe(r.status()));
+          b.check_tensor(f, rank, what, *r, dt, {n}, want);
+        } else {
+          auto r = comm->reduce(rank, in.view1(dt), op, root);
+          if (!r.is_ok()) return f.add(rank, what + ": " + describe(r.status()));
+          if (rank == root && r->has_value()) b.check_tensor(f, rank, what, **r, dt, {n}, want);
+          RANK_CHECK(f, rank, r->has_value() == (rank == root), what << ": result at the wrong rank");
+        }
+      } else if (i % 4 == 1) {
+        const Bytes want = move_input_buffer(DataType::kI32, root, n, salt);
+        const Buffer in = b.upload(rank, rank == root ? want : Bytes{});
+        const TensorView iv = in.view1(DataType::kI32);
+        auto r = comm->broadcast(rank, rank == root ? &iv : nullptr);
+        if (!r.is_ok()) return f.add(rank, what + ": " + describe(r.status()));
+        b.check_tensor(f, rank, what, *r, DataType::kI32, {n}, want);
+      } else {
+        Bytes want;
+        for (std::size_t r = 0; r < world; ++r) {
+          const Bytes part = move_input_buffer(DataType::kU8, r, n, salt);
+          want.insert(want.end(), part.begin(), part.end());
+        }
+        const Buffer in = b.upload(rank, move_input_buffer(DataType::kU8, rank, n, salt));
+        auto r = comm->all_gather(rank, in.view1(DataType::kU8));
+        if (!r.is_ok()) return f.add(rank, what + ": " + describe(r.status()));
+        b.check_tensor(f, rank, what, *r, DataType::kU8, {n * world}, want);
+      }
+    }
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, Collectives, RUCCL_TEST_WORLDS(1, 2, 3, 4, 7, 8), world_name);
 
 // ---- Session ---------------------------------------------------------------------
 // The seed's Session API on the backend's devices: peers register device(p),
@@ -364,6 +501,7 @@ INSTANTIATE_TEST_SUITE_P(Worlds, Collectives, ::testing::Values(1, 2, 3, 4, 7, 8
 class BackendSession : public BackendTest {};
 
 TEST_F(BackendSession, MeanAllReduceAndFinish) {
+  if (!tested_factory().in_process()) GTEST_SKIP() << "the Session API is in-process only";
   const Backend& b = tested_backend();
   constexpr std::size_t kPeers = 4, kCount = 257;
   Session session;

@@ -1,7 +1,9 @@
-// main of ruccl_mpi_bootstrap_test, run under mpirun with 1 to 4 processes.
-//
-// MPI is initialised through the bootstrap under test (mpi_world_bootstrap) and
-// finalised when it is destroyed, after the last test. Every process runs the
+// The gtest main of the tests under mpirun (ruccl_mpi_bootstrap_test with 1 to
+// 4 processes, ruccl_mpi_world_matrix), in the role of MSCCL++'s
+// MultiProcessTestEnv: MPI is initialised once, through the bootstrap under
+// test (mpi_world_bootstrap), before gtest registers the tests, and finalised
+// when it is destroyed, after the last test. Each binary's prepare_tests()
+// (bootstrap_world.hpp) reads its own arguments in between. Every process runs the
 // same tests in the same order (the tests' collectives must match). Only
 // process 0 prints gtest's usual output; the others print their failures to
 // stderr, prefixed with their process index. At the end the processes agree on
@@ -52,8 +54,6 @@ Bootstrap& world() { return *world_holder(); }
 
 int main(int argc, char** argv) {
   using ruccl::bootstrap::testing::world_holder;
-  ::testing::InitGoogleTest(&argc, argv);
-
   auto created = ruccl::bootstrap::mpi_world_bootstrap();
   if (!created) {
     std::fprintf(stderr, "mpi_world_bootstrap: %s\n", created.status().to_string().c_str());
@@ -61,6 +61,9 @@ int main(int argc, char** argv) {
   }
   world_holder() = std::move(created).value();
   const std::size_t process = world_holder()->topology().process;
+  // Before gtest registers the tests: parameter lists may depend on the world.
+  if (!ruccl::bootstrap::testing::prepare_tests(argc, argv, *world_holder())) return 2;
+  ::testing::InitGoogleTest(&argc, argv);
 
   auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
   if (process != 0) {

@@ -249,4 +249,8 @@ TEST(BootstrapErrors, NullCommunicatorIsInvalid) {
 }
 
 }  // namespace
+
+// This binary takes no arguments of its own.
+bool prepare_tests(int&, char**, Bootstrap&) { return true; }
+
 }  // namespace ruccl::bootstrap::testing

@@ -1,5 +1,5 @@
-// The test binary's world bootstrap, created by bootstrap_main.cpp before any
-// test runs (it initialises MPI, and finalises it after the last test).
+// The test binary's world bootstrap, created by bootstrap_main.cpp before gtest
+// registers the tests (it initialises MPI, and finalises it after the last test).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +10,11 @@
 namespace ruccl::bootstrap::testing {
 
 Bootstrap& world();
+
+// Defined once per binary; called after MPI is up and before gtest reads its
+// flags and registers the tests. Takes this binary's own arguments out of
+// argv (gtest's stay); false (having said why on stderr): exit 2.
+bool prepare_tests(int& argc, char** argv, Bootstrap& world);
 
 // The byte at `index` of the test blob of `process`: a closed form, so every
 // process knows what every other one sent.

@@ -28,9 +28,12 @@ void Backend::check_bytes(Failures& f, std::size_t rank, const std::string& what
 namespace {
 class HostBackend final : public Backend {
  public:
+  explicit HostBackend(std::size_t per_process = 0) : per_process_(per_process) {}
   std::string name() const override { return "host"; }
   std::optional<std::string> unavailable() const override { return std::nullopt; }
-  DeviceId device(std::size_t rank) const override { return host_device(rank); }
+  DeviceId device(std::size_t rank) const override {
+    return host_device(per_process_ == 0 ? rank : rank % per_process_);
+  }
   std::shared_ptr<Communicator> make_comm(std::size_t n, const Config& config) const override {
     return test::make_comm(n, config);
   }
@@ -47,8 +50,15 @@ class HostBackend final : public Backend {
     if (bytes > 0) std::memcpy(out.data(), data, bytes);
     return out;
   }
+
+ private:
+  std::size_t per_process_;  // 0: every rank in this process
 };
 }  // namespace
+
+std::unique_ptr<Backend> world_host_backend(std::size_t per_process) {
+  return std::make_unique<HostBackend>(per_process);
+}
 
 const Backend& host_backend() {
   static const HostBackend backend;

@@ -1,6 +1,8 @@
 // The device backend a shared test body runs on: one test body per case, run
-// once over host devices (the in-process binaries, label inproc) and once over
-// CUDA devices (ruccl_cuda_tests, label cuda).
+// once over host devices (the in-process binaries, label inproc), once over
+// CUDA devices (ruccl_cuda_tests, label cuda) and over host devices of world
+// communicators across processes (ruccl_mpi_world_matrix, label mpi). Where
+// the communicators come from is comm_factory.hpp's part.
 //
 // The bodies in tests/inproc/{all_reduce,collectives,all_to_all_v}_test.cpp
 // reach memory only through tested_backend(): they build Bytes on the host,
@@ -8,7 +10,8 @@
 // the results back with download(). tested_backend() is defined once per test
 // binary (a link-time choice, so no binary can silently test the wrong one):
 //   tests/support/tested_host.cpp  -> host_backend()   (in-process binaries)
-//   tests/cuda/cuda_backend.cpp    -> the CUDA backend (ruccl_cuda_tests)
+//   tests/cuda/cuda_tested_backend.cpp -> the CUDA backend (ruccl_cuda_tests)
+//   tests/mpi/world_matrix_main.cpp    -> world_host_backend(D) (ruccl_mpi_world_matrix)
 // Nothing here includes a CUDA header.
 #pragma once
 
@@ -84,6 +87,11 @@ class Backend {
 
 // Host devices and the host adapter: what the in-process tests always ran on.
 const Backend& host_backend();
+// Host memory for the ranks of a world communicator whose processes each pass
+// host devices 0..per_process-1: rank r's device is host_device(r % per_process)
+// (global rank = process x per_process + local index). Its make_comm is the
+// in-process one (for reference results); world comms come from a CommFactory.
+std::unique_ptr<Backend> world_host_backend(std::size_t per_process);
 
 // The backend of this test binary (see the top of this file).
 const Backend& tested_backend();

@@ -388,11 +388,11 @@ std::string Failures::report() const {
   return os.str();
 }
 
-void run_ranks(std::size_t world, Failures& failures,
-               const std::function<void(std::size_t rank)>& fn) {
+void run_ranks(std::size_t count, Failures& failures,
+               const std::function<void(std::size_t rank)>& fn, std::size_t first) {
   std::vector<std::thread> threads;
-  threads.reserve(world);
-  for (std::size_t r = 0; r < world; ++r) {
+  threads.reserve(count);
+  for (std::size_t r = first; r < first + count; ++r) {
     threads.emplace_back([&, r] {
       try {
         fn(r);

@@ -103,10 +103,10 @@ class Failures {
     }                                                                                     \
   } while (0)
 
-// Runs fn(rank) on one thread per rank and joins them all. An exception in a
-// rank becomes a failure.
-void run_ranks(std::size_t world, Failures& failures,
-               const std::function<void(std::size_t rank)>& fn);
+// Runs fn(rank) on one thread per rank (ranks first .. first + count - 1) and
+// joins them all. An exception in a rank becomes a failure.
+void run_ranks(std::size_t count, Failures& failures,
+               const std::function<void(std::size_t rank)>& fn, std::size_t first = 0);
 
 // ---- construction ------------------------------------------------------------
 // A config for n ranks with a test-sized timeout (a hang becomes an error).
