@@ -133,8 +133,12 @@ TEST(Trace, MemoryStaysFlatOverManyCollectives) {
               "%zu, %.1f MiB after %zu\n",
               kCollectives, spans_per_collective, rss_early / 1048576.0, kCollectives / 10,
               rss_late / 1048576.0, kCollectives);
+#if !defined(__SANITIZE_ADDRESS__)
+  // (AddressSanitizer's quarantine keeps freed memory resident, so under ASan
+  // only the held-span bound and the files on disk are checked.)
   EXPECT_LT(rss_late, rss_early + kRssSlack)
       << "RSS grew by " << (rss_late - rss_early) / 1048576.0 << " MiB";
+#endif
   for (std::size_t rank = 0; rank < 2; ++rank) {
     const FileShape s = shape_of(path(rank));
     EXPECT_TRUE(s.header && s.closed && s.one_event_per_line) << path(rank);
