@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 build=${1:?usage: tools/check_tidy.sh BUILD [--baseline]}
 mode=${2:-check}
 baseline=.ci/clang-tidy-baseline.txt
+command -v clang-tidy-14 >/dev/null || { echo "check_tidy: clang-tidy-14 is not installed"; exit 1; }
 root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
