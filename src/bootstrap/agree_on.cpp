@@ -12,6 +12,7 @@
 
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/mpi_call.hpp"
+#include "core/catch_to_status.hpp"
 
 namespace ruccl::bootstrap {
 namespace {
@@ -77,7 +78,7 @@ Status agree_on(Bootstrap& bootstrap, std::size_t value, const char* what, Error
 Result<Blobs> agree_outcome(Bootstrap& bootstrap, const Status& local,
                             std::span<const std::byte> payload, const char* step,
                             const Wait& wait) {
-  return detail::guarded([&]() -> Result<Blobs> {
+  return core::catch_to_status(ErrorCode::kInternal, "bootstrap", [&]() -> Result<Blobs> {
     const std::string name = step != nullptr ? step : "agreement";
     std::vector<std::byte> mine;
     put_u64(mine, static_cast<std::uint64_t>(local.code()));
@@ -113,8 +114,9 @@ Result<Blobs> agree_outcome(Bootstrap& bootstrap, const Status& local,
                          gathered.value()[p].end());
     }
     if (first) {
-      if (failed > 1) return Status(first->code(), first->message() + ", and " +
-                                                       std::to_string(failed - 1) + " more");
+      if (failed > 1)
+        return Status(first->code(),
+                      first->message() + ", and " + std::to_string(failed - 1) + " more");
       return *first;
     }
     return payloads;
@@ -123,7 +125,7 @@ Result<Blobs> agree_outcome(Bootstrap& bootstrap, const Status& local,
 
 Status agree_on(Bootstrap& bootstrap, std::size_t value, const char* what, ErrorCode code,
                 const Wait& wait) {
-  return detail::guarded([&]() -> Status {
+  return core::catch_to_status(ErrorCode::kInternal, "bootstrap", [&]() -> Status {
     const std::string name = what != nullptr ? what : "value";
     auto gathered = bootstrap.all_gather(encode(value, bootstrap.topology().hostname), wait);
     RUCCL_TRY(gathered);

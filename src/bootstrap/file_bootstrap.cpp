@@ -15,15 +15,14 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <filesystem>
-#include <new>
 #include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "bootstrap/layout.hpp"
+#include "core/catch_to_status.hpp"
 
 namespace ruccl::bootstrap {
 namespace {
@@ -32,19 +31,6 @@ namespace fs = std::filesystem;
 
 constexpr auto kFirstPoll = std::chrono::milliseconds(1);
 constexpr auto kLongestPoll = std::chrono::milliseconds(20);
-
-template <typename F>
-auto guarded(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return Status(ErrorCode::kInternal, "file bootstrap: out of memory");
-  } catch (const std::exception& e) {
-    return Status(ErrorCode::kInternal, std::string("file bootstrap: unexpected exception: ") + e.what());
-  } catch (...) {
-    return Status(ErrorCode::kInternal, "file bootstrap: unexpected exception");
-  }
-}
 
 Status io_error(const char* what, const fs::path& path, int error) {
   return Status(ErrorCode::kInvalidArgument, std::string("file bootstrap: cannot ") + what + " " +
@@ -173,7 +159,7 @@ class FileBootstrap final : public Bootstrap {
   std::chrono::milliseconds timeout() const override { return timeout_; }
 
   Result<Blobs> all_gather(std::span<const std::byte> blob, const Wait& wait) override {
-    return guarded([&]() -> Result<Blobs> {
+    return core::catch_to_status(ErrorCode::kInternal, "file bootstrap", [&]() -> Result<Blobs> {
       auto by_index = exchange(blob, wait, "all_gather");
       RUCCL_TRY(by_index);
       Blobs by_process(processes_);
@@ -184,7 +170,9 @@ class FileBootstrap final : public Bootstrap {
   }
 
   Status barrier(const Wait& wait) override {
-    return guarded([&]() -> Status { return exchange({}, wait, "barrier").status(); });
+    return core::catch_to_status(ErrorCode::kInternal, "file bootstrap", [&]() -> Status {
+      return exchange({}, wait, "barrier").status();
+    });
   }
 
  private:
@@ -260,7 +248,7 @@ class FileBootstrap final : public Bootstrap {
 Result<std::unique_ptr<Bootstrap>> file_bootstrap(std::string directory, std::size_t process,
                                                   std::size_t processes,
                                                   FileBootstrapOptions options) {
-  return guarded([&]() -> Result<std::unique_ptr<Bootstrap>> {
+  auto body = [&]() -> Result<std::unique_ptr<Bootstrap>> {
     if (directory.empty())
       return Status(ErrorCode::kInvalidArgument, "file bootstrap: the directory is empty");
     if (processes == 0 || processes > static_cast<std::size_t>(INT_MAX))
@@ -298,7 +286,8 @@ Result<std::unique_ptr<Bootstrap>> file_bootstrap(std::string directory, std::si
     auto boot = std::make_unique<FileBootstrap>(dir, process, processes, options.timeout);
     RUCCL_TRY(boot->create(options.hostname.empty() ? local_hostname() : options.hostname));
     return std::unique_ptr<Bootstrap>(std::move(boot));
-  });
+  };
+  return core::catch_to_status(ErrorCode::kInternal, "file bootstrap", body);
 }
 
 }  // namespace ruccl::bootstrap

@@ -6,11 +6,12 @@
 #include "bootstrap/mpi_bootstrap.hpp"
 #include "bootstrap/mpi_call.hpp"
 #include "bootstrap/mpi_handles.hpp"
+#include "core/catch_to_status.hpp"
 
 namespace ruccl::bootstrap {
 
 Result<std::unique_ptr<Bootstrap>> mpi_bootstrap_from_fortran(std::int64_t handle) {
-  return detail::guarded([&]() -> Result<std::unique_ptr<Bootstrap>> {
+  auto body = [&]() -> Result<std::unique_ptr<Bootstrap>> {
     // MPI_Comm_f2c is only defined on an initialised MPI.
     RUCCL_TRY(detail::MpiScope::borrow());
     if (handle < std::numeric_limits<MPI_Fint>::min() ||
@@ -23,7 +24,8 @@ Result<std::unique_ptr<Bootstrap>> mpi_bootstrap_from_fortran(std::int64_t handl
       return Status(ErrorCode::kInvalidArgument,
                     "MPI Fortran handle " + std::to_string(handle) + " names no communicator");
     return mpi_bootstrap(comm);
-  });
+  };
+  return core::catch_to_status(ErrorCode::kInternal, "bootstrap", body);
 }
 
 }  // namespace ruccl::bootstrap

@@ -35,11 +35,11 @@
 #include "bootstrap/layout.hpp"
 #include "bootstrap/mpi_call.hpp"
 #include "bootstrap/mpi_handles.hpp"
+#include "core/catch_to_status.hpp"
 
 namespace ruccl::bootstrap {
 namespace {
 
-using detail::guarded;
 using detail::Layout;
 using detail::mpi_status;
 using detail::MpiScope;
@@ -87,7 +87,7 @@ class MpiBootstrap final : public Bootstrap {
       : scope_(std::move(scope)), timeout_(timeout), buffers_(std::make_unique<Buffers>()) {}
   ~MpiBootstrap() override {
     if (!broken_.empty()) {
-      comm_.leak();
+      (void)comm_.release();  // requests may still be pending on it
       scope_.abandon();
       (void)buffers_.release();  // pending requests may still write there
     }
@@ -135,7 +135,7 @@ class MpiBootstrap final : public Bootstrap {
   std::chrono::milliseconds timeout() const override { return timeout_; }
 
   Result<Blobs> all_gather(std::span<const std::byte> blob, const Wait& wait) override {
-    return guarded([&]() -> Result<Blobs> {
+    return core::catch_to_status(ErrorCode::kInternal, "bootstrap", [&]() -> Result<Blobs> {
       auto by_rank = exchange(blob, wait, "bootstrap all_gather");
       RUCCL_TRY(by_rank);
       Blobs blobs(size_);
@@ -146,7 +146,9 @@ class MpiBootstrap final : public Bootstrap {
   }
 
   Status barrier(const Wait& wait) override {
-    return guarded([&]() -> Status { return exchange({}, wait, "bootstrap barrier").status(); });
+    return core::catch_to_status(ErrorCode::kInternal, "bootstrap", [&]() -> Status {
+      return exchange({}, wait, "bootstrap barrier").status();
+    });
   }
 
  private:
@@ -316,21 +318,23 @@ Result<std::unique_ptr<Bootstrap>> make_bootstrap(MpiScope scope, MPI_Comm paren
 }  // namespace
 
 Result<std::unique_ptr<Bootstrap>> mpi_world_bootstrap(std::chrono::milliseconds timeout) {
-  return guarded([&]() -> Result<std::unique_ptr<Bootstrap>> {
+  auto body = [&]() -> Result<std::unique_ptr<Bootstrap>> {
     auto scope = MpiScope::acquire();
     RUCCL_TRY(scope);
     MpiBootstrapOptions options;
     options.timeout = timeout;
     return make_bootstrap(std::move(scope).value(), MPI_COMM_WORLD, options);
-  });
+  };
+  return core::catch_to_status(ErrorCode::kInternal, "bootstrap", body);
 }
 
 Result<std::unique_ptr<Bootstrap>> mpi_bootstrap(MPI_Comm comm, const MpiBootstrapOptions& options) {
-  return guarded([&]() -> Result<std::unique_ptr<Bootstrap>> {
+  auto body = [&]() -> Result<std::unique_ptr<Bootstrap>> {
     auto scope = MpiScope::borrow();
     RUCCL_TRY(scope);
     return make_bootstrap(std::move(scope).value(), comm, options);
-  });
+  };
+  return core::catch_to_status(ErrorCode::kInternal, "bootstrap", body);
 }
 
 }  // namespace ruccl::bootstrap

@@ -1,14 +1,11 @@
-// Turning MPI's int error codes (and C++ exceptions) into ruccl Status values.
+// Turning MPI's int error codes into ruccl Status values (exceptions become
+// Status through core::catch_to_status).
 // Internal to src/bootstrap. Every MPI call of the bootstrap goes through
 // mpi_status; the communicators it calls on have MPI_ERRORS_RETURN, so MPI
 // reports failures as codes instead of aborting.
 #pragma once
 
 #include <mpi.h>
-
-#include <exception>
-#include <new>
-#include <string>
 
 #include "ruccl/status.hpp"
 
@@ -19,20 +16,5 @@ namespace ruccl::bootstrap::detail {
 // broken invariant here) become kInternal; everything else (a failed or
 // unreachable peer, a lost connection, "other") becomes kPeerFailure.
 Status mpi_status(int code, const char* call);
-
-// Runs `f` (returning Status or Result<T>), turning an escaping exception
-// (std::bad_alloc from a huge all_gather, say) into kInternal.
-template <typename F>
-auto guarded(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return Status(ErrorCode::kInternal, "bootstrap: out of memory");
-  } catch (const std::exception& e) {
-    return Status(ErrorCode::kInternal, std::string("bootstrap: unexpected exception: ") + e.what());
-  } catch (...) {
-    return Status(ErrorCode::kInternal, "bootstrap: unexpected non-standard exception");
-  }
-}
 
 }  // namespace ruccl::bootstrap::detail

@@ -43,18 +43,8 @@ Result<MpiScope> MpiScope::borrow() {
   return MpiScope(false);
 }
 
-MpiScope& MpiScope::operator=(MpiScope&& other) noexcept {
-  if (this != &other) {
-    reset();
-    owns_ = other.owns_;
-    other.owns_ = false;
-  }
-  return *this;
-}
-
-void MpiScope::reset() noexcept {
-  if (owns_ && !mpi_finalized()) MPI_Finalize();
-  owns_ = false;
+void MpiScope::Finalize::operator()(bool owns) const noexcept {
+  if (owns && !mpi_finalized()) MPI_Finalize();
 }
 
 Result<OwnedComm> OwnedComm::duplicate(MPI_Comm parent) {
@@ -74,20 +64,10 @@ Result<OwnedComm> OwnedComm::split_shared(MPI_Comm parent, int key) {
   return OwnedComm(shared);
 }
 
-OwnedComm& OwnedComm::operator=(OwnedComm&& other) noexcept {
-  if (this != &other) {
-    reset();
-    comm_ = other.comm_;
-    other.comm_ = MPI_COMM_NULL;
-  }
-  return *this;
-}
-
-void OwnedComm::reset() noexcept {
+void CommFree::operator()(MPI_Comm comm) const noexcept {
   // A destructor cannot report an error; MPI_Comm_free only fails on a bad
   // handle, which ownership rules out. After MPI_Finalize the handle is gone.
-  if (comm_ != MPI_COMM_NULL && !mpi_finalized()) MPI_Comm_free(&comm_);
-  comm_ = MPI_COMM_NULL;
+  if (!mpi_finalized()) MPI_Comm_free(&comm);
 }
 
 }  // namespace ruccl::bootstrap::detail

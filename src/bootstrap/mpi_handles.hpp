@@ -1,4 +1,5 @@
-// RAII owners for the MPI state the bootstrap creates. Internal to src/bootstrap.
+// RAII owners for the MPI state the bootstrap creates (core::UniqueHandle).
+// Internal to src/bootstrap.
 //
 // MpiScope: MPI initialisation. Finalises MPI at destruction only if this scope
 //   initialised it (ruccl never finalises an MPI its caller started).
@@ -11,6 +12,7 @@
 
 #include <mpi.h>
 
+#include "core/unique_handle.hpp"
 #include "ruccl/status.hpp"
 
 namespace ruccl::bootstrap::detail {
@@ -27,27 +29,29 @@ class MpiScope {
   // and not finalised. Never finalises.
   static Result<MpiScope> borrow();
 
-  MpiScope(MpiScope&& other) noexcept : owns_(other.owns_) { other.owns_ = false; }
-  MpiScope& operator=(MpiScope&& other) noexcept;
-  MpiScope(const MpiScope&) = delete;
-  MpiScope& operator=(const MpiScope&) = delete;
-  ~MpiScope() { reset(); }
-
-  bool owns_mpi() const noexcept { return owns_; }
+  bool owns_mpi() const noexcept { return static_cast<bool>(owns_); }
   // Never finalise: after a timed-out exchange MPI_Finalize would wait for
   // the processes that did not arrive.
-  void abandon() noexcept { owns_ = false; }
+  void abandon() noexcept { (void)owns_.release(); }
 
  private:
+  // The "handle" is whether this scope initialised MPI.
+  struct Finalize {
+    void operator()(bool owns) const noexcept;
+  };
   explicit MpiScope(bool owns) : owns_(owns) {}
-  void reset() noexcept;
 
-  bool owns_ = false;  // MPI_Finalize at destruction
+  core::UniqueHandle<bool, Finalize> owns_;  // MPI_Finalize at destruction
 };
 
-class OwnedComm {
+struct CommFree {
+  static MPI_Comm null() noexcept { return MPI_COMM_NULL; }
+  void operator()(MPI_Comm comm) const noexcept;
+};
+
+class OwnedComm : public core::UniqueHandle<MPI_Comm, CommFree> {
  public:
-  OwnedComm() = default;
+  using UniqueHandle::UniqueHandle;
   // MPI_Comm_dup(parent), with MPI_ERRORS_RETURN set on the duplicate.
   static Result<OwnedComm> duplicate(MPI_Comm parent);
   // The processes of `parent` that share memory with this one (one node),
@@ -55,22 +59,8 @@ class OwnedComm {
   static Result<OwnedComm> split_shared(MPI_Comm parent, int key);
   // Takes ownership of `comm` (from MPI_Comm_idup, say).
   static OwnedComm adopt(MPI_Comm comm) noexcept { return OwnedComm(comm); }
-
-  OwnedComm(OwnedComm&& other) noexcept : comm_(other.comm_) { other.comm_ = MPI_COMM_NULL; }
-  OwnedComm& operator=(OwnedComm&& other) noexcept;
-  OwnedComm(const OwnedComm&) = delete;
-  OwnedComm& operator=(const OwnedComm&) = delete;
-  ~OwnedComm() { reset(); }
-
-  MPI_Comm get() const noexcept { return comm_; }
-  // Forgets the handle without freeing it (requests may still be pending on it).
-  void leak() noexcept { comm_ = MPI_COMM_NULL; }
-
- private:
-  explicit OwnedComm(MPI_Comm comm) : comm_(comm) {}
-  void reset() noexcept;
-
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  // (release() forgets the handle without freeing it: requests may still be
+  // pending on it.)
 };
 
 }  // namespace ruccl::bootstrap::detail

@@ -11,8 +11,8 @@
 using ruccl::Config;
 using ruccl::ErrorCode;
 using ruccl::Status;
-using ruccl::capi::guarded;
 using ruccl::capi::record;
+using ruccl::core::catch_to_status;
 
 ruccl_comm::ruccl_comm(std::shared_ptr<ruccl::Communicator> c)
     : comm(std::move(c)), slots(std::make_unique<Slot[]>(comm->devices().size() + 1)) {}
@@ -96,7 +96,8 @@ Result<std::vector<DeviceId>> devices_of(std::size_t count, ruccl_device_kind_t 
       return Status(ErrorCode::kInvalidArgument,
                     "unknown device kind value " + std::to_string(static_cast<long long>(kind)));
   }
-  std::vector<DeviceId> devices(count);  // an absurd count throws: guarded turns it into an error
+  // An absurd count throws: catch_to_status turns it into an error.
+  std::vector<DeviceId> devices(count);
   for (std::size_t i = 0; i < count; ++i) devices[i] = DeviceId{k, indices ? indices[i] : i};
   return devices;
 }
@@ -113,13 +114,14 @@ Status null_argument(const char* what) {
 template <typename F>
 ruccl_result_t set(ruccl_config_t* config, const char* function, F&& change) noexcept {
   if (!config) return RUCCL_ERROR_INVALID_ARGUMENT;
-  return record(config, function, guarded([&]() -> Status {
+  const Status s = catch_to_status(ErrorCode::kInternal, "", [&]() -> Status {
     Config next = config->config;
     RUCCL_TRY(change(next));
     RUCCL_TRY(next.validate());
     config->config = next;
     return Status::ok();
-  }));
+  });
+  return record(config, function, s);
 }
 
 }  // namespace
@@ -166,10 +168,11 @@ size_t ruccl_dtype_size(ruccl_dtype_t dtype) {
 ruccl_result_t ruccl_config_create(ruccl_config_t** config) {
   if (!config) return RUCCL_ERROR_INVALID_ARGUMENT;
   *config = nullptr;
-  return record(nullptr, "ruccl_config_create", guarded([&] {
+  const Status s = catch_to_status(ErrorCode::kInternal, "", [&] {
     *config = new ruccl_config{};
     return Status::ok();
-  }));
+  });
+  return record(nullptr, "ruccl_config_create", s);
 }
 
 ruccl_result_t ruccl_config_load_env(ruccl_config_t* config) {
@@ -233,7 +236,7 @@ ruccl_result_t ruccl_comm_create_local(size_t num_devices, ruccl_device_kind_t k
                                        ruccl_comm_t** comm) {
   static constexpr const char* kFunction = "ruccl_comm_create_local";
   if (comm) *comm = nullptr;
-  return record(config, kFunction, guarded([&]() -> Status {
+  const Status s = catch_to_status(ErrorCode::kInternal, "", [&]() -> Status {
     if (!comm) return null_argument("comm (the output pointer)");
     auto devices = ruccl::capi::devices_of(num_devices, kind, device_indices);
     RUCCL_TRY(devices);
@@ -245,7 +248,8 @@ ruccl_result_t ruccl_comm_create_local(size_t num_devices, ruccl_device_kind_t k
     RUCCL_TRY(created);
     ruccl::capi::wrap(std::move(created).value(), comm);
     return Status::ok();
-  }));
+  });
+  return record(config, kFunction, s);
 }
 
 ruccl_result_t ruccl_comm_destroy(ruccl_comm_t* comm) {
@@ -255,7 +259,7 @@ ruccl_result_t ruccl_comm_destroy(ruccl_comm_t* comm) {
 
 ruccl_result_t ruccl_comm_abort(ruccl_comm_t* comm, const char* reason) {
   if (!comm) return RUCCL_ERROR_INVALID_ARGUMENT;
-  const Status s = guarded([&] {
+  const Status s = catch_to_status(ErrorCode::kInternal, "", [&] {
     comm->comm->abort(reason ? reason : "ruccl_comm_abort");
     return Status::ok();
   });

@@ -21,6 +21,7 @@ using ruccl::ReduceOp;
 using ruccl::Shape;
 using ruccl::Status;
 using ruccl::TensorView;
+using ruccl::core::catch_to_status;
 
 namespace {
 
@@ -86,7 +87,7 @@ template <typename F>
 ruccl_result_t collective(ruccl_comm_t* comm, std::size_t rank, ruccl_dtype_t dtype, void* stream,
                           const char* function, F&& body) noexcept {
   if (!comm) return RUCCL_ERROR_INVALID_ARGUMENT;
-  const Status s = ruccl::capi::guarded([&] {
+  const Status s = catch_to_status(ErrorCode::kInternal, "", [&] {
     return body(*comm->comm, Call{*comm, rank, dtype_of(dtype), stream});
   });
   return ruccl::capi::record(*comm, rank, function, s);

@@ -20,15 +20,17 @@ extern "C" ruccl_result_t ruccl_comm_create_mpi_f(int64_t mpi_comm_fortran,
                                                   const size_t* device_indices,
                                                   ruccl_config_t* config, ruccl_comm_t** comm) {
   static constexpr const char* kFunction = "ruccl_comm_create_mpi_f";
+  using ruccl::ErrorCode;
   using ruccl::Status;
+  using ruccl::core::catch_to_status;
   if (comm) *comm = nullptr;
-  return ruccl::capi::record(config, kFunction, ruccl::capi::guarded([&]() -> Status {
+  const Status s = catch_to_status(ErrorCode::kInternal, "", [&]() -> Status {
     auto boot = ruccl::bootstrap::mpi_bootstrap_from_fortran(mpi_comm_fortran);
     RUCCL_TRY(boot);
 
     ruccl::Config c = config ? config->config : ruccl::Config{};
     c.with_num_devices(num_local_devices);
-    auto devices = ruccl::capi::guarded([&] {
+    auto devices = catch_to_status(ErrorCode::kInternal, "", [&] {
       return ruccl::capi::devices_of(num_local_devices, kind, device_indices);
     });
     Status local = devices.is_ok() ? c.validate() : devices.status();
@@ -46,5 +48,6 @@ extern "C" ruccl_result_t ruccl_comm_create_mpi_f(int64_t mpi_comm_fortran,
     RUCCL_TRY(created);
     ruccl::capi::wrap(std::move(created).value(), comm);
     return Status::ok();
-  }));
+  });
+  return ruccl::capi::record(config, kFunction, s);
 }

@@ -10,13 +10,12 @@
 #pragma once
 
 #include <cstddef>
-#include <exception>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <string>
 #include <vector>
 
+#include "core/catch_to_status.hpp"
 #include "ruccl/communicator.hpp"
 #include "ruccl/config.hpp"
 #include "ruccl/ruccl.h"
@@ -45,21 +44,8 @@ namespace ruccl::capi {
 
 ruccl_result_t to_c(ErrorCode code) noexcept;
 
-// Runs `body` (returning a Status or a Result<T>), turning any escaping
-// exception into an error: nothing thrown inside ruccl crosses the C boundary.
-// (Building that error allocates; should even that throw, std::terminate.)
-template <typename F>
-auto guarded(F&& body) noexcept -> decltype(body()) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return Status(ErrorCode::kOutOfMemory, "out of memory");
-  } catch (const std::exception& e) {
-    return Status(ErrorCode::kInternal, std::string("unexpected exception: ") + e.what());
-  } catch (...) {
-    return Status(ErrorCode::kInternal, "unexpected exception");
-  }
-}
+// Every entry point runs its body through core::catch_to_status(kInternal,
+// ""): nothing thrown inside ruccl crosses the C boundary.
 
 // Stores "function(rank r): Code: message" (or "" for ok) in rank's slot and
 // returns the C code. Never throws (an unstorable message is left empty).
@@ -68,7 +54,7 @@ ruccl_result_t record(const ruccl_comm& comm, std::size_t rank, const char* func
 // The same for a config ("function: Code: message"); a null config keeps nothing.
 ruccl_result_t record(ruccl_config* config, const char* function, const Status& status) noexcept;
 
-// Wraps a new communicator in a handle (may throw: run it inside guarded).
+// Wraps a new communicator in a handle (may throw: run it inside catch_to_status).
 void wrap(std::shared_ptr<Communicator> created, ruccl_comm_t** out);
 
 // The devices named by the creation arguments (kind checked, indices or 0..n-1).

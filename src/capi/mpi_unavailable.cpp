@@ -6,10 +6,12 @@ extern "C" ruccl_result_t ruccl_comm_create_mpi_f(int64_t, size_t, ruccl_device_
                                                   const size_t*, ruccl_config_t* config,
                                                   ruccl_comm_t** comm) {
   static constexpr const char* kFunction = "ruccl_comm_create_mpi_f";
+  using ruccl::core::catch_to_status;
   if (comm) *comm = nullptr;
-  return ruccl::capi::record(config, kFunction, ruccl::capi::guarded([] {
+  const ruccl::Status s = catch_to_status(ruccl::ErrorCode::kInternal, "", [] {
     return ruccl::Status(ruccl::ErrorCode::kUnsupported,
                          "this ruccl was built without MPI and UCX (the multinode layer); "
                          "use ruccl_comm_create_local");
-  }));
+  });
+  return ruccl::capi::record(config, kFunction, s);
 }

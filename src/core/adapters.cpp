@@ -1,11 +1,7 @@
 // Which adapter serves which device kind. The CUDA backend (src/device/cuda)
 // answers kCuda; a build without it links a stub that returns kUnsupported.
-// Also the exception guards of the core (engine.hpp): GuardedAdapter and
-// current_exception_status.
-#include <exception>
-#include <new>
-#include <string>
-
+// Also GuardedAdapter (engine.hpp), the exception guard of every verb.
+#include "core/catch_to_status.hpp"
 #include "core/engine.hpp"
 #include "device/cuda/cuda_backend.hpp"
 #include "ruccl/device.hpp"
@@ -14,23 +10,15 @@ namespace ruccl {
 
 namespace core {
 
-Status current_exception_status(ErrorCode other, std::string_view where) noexcept {
-  ErrorCode code = other;
-  try {
-    try {
-      throw;
-    } catch (const std::bad_alloc& e) {
-      code = ErrorCode::kOutOfMemory;
-      return Status(code, std::string(where) + " ran out of memory (" + e.what() + ")");
-    } catch (const std::exception& e) {
-      return Status(code, std::string(where) + " threw: " + e.what());
-    } catch (...) {
-      return Status(code, std::string(where) + " threw a non-standard exception");
-    }
-  } catch (...) {  // no memory for the message: the code alone (an empty string allocates nothing)
-  }
-  return Status(code, std::string());
+namespace {
+
+// A device adapter's verb: what it throws is kDeviceError (bad_alloc: kOutOfMemory).
+template <typename F>
+auto guarded(F&& f) {
+  return catch_to_status(ErrorCode::kDeviceError, "device adapter", std::forward<F>(f));
 }
+
+}  // namespace
 
 Result<std::shared_ptr<AdapterState>> GuardedAdapter::prepare(const TensorView& view,
                                                               DeviceId device) {

@@ -211,10 +211,11 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
   const core::Fault* oom = nullptr;  // an oom fault for (rank, seq), whatever its step
   for (const core::Fault& f : faults.faults())
     if (f.kind == core::FaultKind::kOom && f.rank == rank && f.seq == seq) oom = &f;
-  Result<core::Geometry> geometry = core::contained("the local check", [&] {
-    if (oom && oom->at == "check") throw std::bad_alloc();  // fault injection
-    return core::check_local(req, rank, world, devices[local]);
-  });
+  Result<core::Geometry> geometry =
+      core::catch_to_status(ErrorCode::kInternal, "the local check", [&] {
+        if (oom && oom->at == "check") throw std::bad_alloc();  // fault injection
+        return core::check_local(req, rank, world, devices[local]);
+      });
   const std::size_t bytes = geometry.is_ok() ? geometry.value().count * dtype_size(req.dtype) : 0;
   recorder.begin(local, seq, req, bytes);
   seat.recorded();
@@ -246,7 +247,7 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
   if (spanning) {
     core::ScopedSpan agree(tracer.get(), local, tracer ? "agree (fingerprints)" : "", "phase");
     bool threw = true;
-    agreed = core::contained("the agreement", [&] {
+    agreed = core::catch_to_status(ErrorCode::kInternal, "the agreement", [&] {
       auto plan = spanning->agree_all(local, seq, req, geometry, config.timeout());
       threw = false;
       return plan;
@@ -279,33 +280,34 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
     // This rank's own agreement failed where the group's plan holds (another
     // local rank's agreement completed first): it brings its error along.
     if (agreed && !agreed->is_ok()) job.failed = agreed->status();
-    const Status prepared = core::contained("preparing the executors", [&] {
-      job.rank = local;
-      job.global_rank = rank;
-      job.world = world;
-      if (spanning) {
-        executors = spanning->executors(local, seq, req.kind, generation.value()->work, *device,
-                                        generation.value()->plan.value(), config.timeout());
-        job.run = executors.run.get();
-        job.across = executors.across.get();
-        job.one_shot = executors.one_shot;
-        job.spanning = spanning.get();
-      }
-      job.request = &req;
-      job.geometry = &geometry.value();
-      job.generation = generation.value();
-      job.rendezvous = &rendezvous;
-      job.adapter = device;
-      job.state = std::move(state);
-      job.segment_bytes = config.segment_bytes();
-      job.scratch = &scratch[local];
-      job.timeout = config.timeout();
-      job.tracer = tracer.get();
-      if (!faults.empty() &&
-          (faults.any(core::FaultKind::kExit, rank, seq) || (oom && oom->at == "step")))
-        job.faults = &faults;
-      return Status::ok();
-    });
+    const Status prepared =
+        core::catch_to_status(ErrorCode::kInternal, "preparing the executors", [&] {
+          job.rank = local;
+          job.global_rank = rank;
+          job.world = world;
+          if (spanning) {
+            executors = spanning->executors(local, seq, req.kind, generation.value()->work, *device,
+                                            generation.value()->plan.value(), config.timeout());
+            job.run = executors.run.get();
+            job.across = executors.across.get();
+            job.one_shot = executors.one_shot;
+            job.spanning = spanning.get();
+          }
+          job.request = &req;
+          job.geometry = &geometry.value();
+          job.generation = generation.value();
+          job.rendezvous = &rendezvous;
+          job.adapter = device;
+          job.state = std::move(state);
+          job.segment_bytes = config.segment_bytes();
+          job.scratch = &scratch[local];
+          job.timeout = config.timeout();
+          job.tracer = tracer.get();
+          if (!faults.empty() &&
+              (faults.any(core::FaultKind::kExit, rank, seq) || (oom && oom->at == "step")))
+            job.faults = &faults;
+          return Status::ok();
+        });
     if (!prepared.is_ok() && !job.failed) job.failed = prepared;
     if (job.failed) {  // the setup barrier carries it (engine.hpp); nothing else is used
       job.rank = local;

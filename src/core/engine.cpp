@@ -65,9 +65,8 @@ class InProcRun final : public ring::RankRun {
               Combine combine) override {
     Status mine = job_.rendezvous->enter_device();
     if (mine.is_ok()) {
-      mine = guarded([&] {
-        return exchange(*job_.adapter, job_.generation->work, job_.rank, recvs, combine);
-      });
+      // (job_.adapter is the GuardedAdapter: what the adapter throws is caught there.)
+      mine = exchange(*job_.adapter, job_.generation->work, job_.rank, recvs, combine);
       job_.rendezvous->leave_device();
     }
     return share(std::move(mine));
@@ -194,21 +193,24 @@ class RankExecution {
         local_(job.rank) {}
 
   Result<RankOutcome> run() {
-    Status setup_status = contained("collective setup", [&] { return setup(); });
+    Status setup_status =
+        catch_to_status(ErrorCode::kInternal, "collective setup", [&] { return setup(); });
     RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(setup_status), barrier_deadline(job_)));
-    Status done = contained("the algorithm", [&] {
+    Status done = catch_to_status(ErrorCode::kInternal, "the algorithm", [&] {
       InProcRun in_process(job_, rank_, world_);
       Decorated run(job_.run != nullptr ? *job_.run : in_process, job_, steps_, job_.tracer,
                     job_.tracer ? trace_args() : std::string());
       return algorithm(*run);
     });
     if (!done.is_ok() && job_.spanning != nullptr) {  // remote and local peers may wait on us
-      (void)contained("the failure notice", [&] {
+      (void)catch_to_status(ErrorCode::kInternal, "the failure notice", [&] {
         job_.spanning->failed(local_, job_.generation->seq, done);
         return Status::ok();
       });
     }
-    if (done.is_ok()) done = contained("collective completion", [&] { return complete(); });
+    if (done.is_ok())
+      done = catch_to_status(ErrorCode::kInternal, "collective completion",
+                             [&] { return complete(); });
     RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(done), barrier_deadline(job_)));
     return std::move(outcome_);
   }

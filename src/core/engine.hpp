@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/catch_to_status.hpp"
 #include "core/log.hpp"
 #include "core/rendezvous.hpp"
 #include "core/work.hpp"
@@ -55,7 +56,7 @@ struct RankJob {
   const Geometry* geometry = nullptr;
   Rendezvous::Generation* generation = nullptr;
   Rendezvous* rendezvous = nullptr;
-  DeviceAdapter* adapter = nullptr;
+  DeviceAdapter* adapter = nullptr;     // a GuardedAdapter: its verbs throw nothing
   std::shared_ptr<AdapterState> state;  // from DeviceAdapter::prepare
   std::size_t segment_bytes = 0;
   ScratchCache* scratch = nullptr;
@@ -78,36 +79,9 @@ struct RankJob {
 
 Result<RankOutcome> execute(const RankJob& job);
 
-// The exception being handled, as a Status (call it only inside a catch
-// block): std::bad_alloc is kOutOfMemory, any other exception `other`. The
-// message says `where` it was thrown; should building it fail too, it is empty.
-Status current_exception_status(ErrorCode other, std::string_view where) noexcept;
-
-// Runs `f` (returning Status or Result) of ruccl's own code: an exception
-// becomes kInternal (bad_alloc: kOutOfMemory), saying `where`.
-template <typename F>
-auto contained(std::string_view where, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (...) {
-    return current_exception_status(ErrorCode::kInternal, where);
-  }
-}
-
-// Runs `f`, a device adapter's verb: an exception becomes kDeviceError
-// ("device adapter threw: ..."), a bad_alloc kOutOfMemory.
-template <typename F>
-auto guarded(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (...) {
-    return current_exception_status(ErrorCode::kDeviceError, "device adapter");
-  }
-}
-
-// Forwards every verb to `inner` through guarded(): nothing an adapter throws
-// passes it. The communicator hands the engine and the executors this one, so
-// that what escapes them is ruccl's own (kInternal).
+// Forwards every verb to `inner` through catch_to_status(kDeviceError):
+// nothing an adapter throws passes it. The communicator hands the engine and
+// the executors this one, so that what escapes them is ruccl's own (kInternal).
 class GuardedAdapter final : public AdapterDecorator {
  public:
   explicit GuardedAdapter(DeviceAdapter& inner)

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "bootstrap/bootstrap.hpp"
+#include "core/catch_to_status.hpp"
 #include "core/fault.hpp"
 #include "core/log.hpp"
 #include "core/spanning.hpp"
@@ -310,18 +311,6 @@ class WorldSpanning final : public core::Spanning {
 
 constexpr auto kGrace = std::chrono::milliseconds(2000);
 
-// Runs one step's local part; an exception becomes its error.
-template <typename F>
-Status caught(F&& f) {
-  try {
-    return f();
-  } catch (const std::exception& e) {
-    return Status(ErrorCode::kInternal, std::string("exception: ") + e.what());
-  } catch (...) {
-    return Status(ErrorCode::kInternal, "a non-standard exception");
-  }
-}
-
 void put_u64(std::vector<std::byte>& out, std::uint64_t v) {
   const auto* p = reinterpret_cast<const std::byte*>(&v);
   out.insert(out.end(), p, p + sizeof(v));
@@ -527,7 +516,7 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
   {
     const bool cuda = !local_devices.empty() && local_devices.front().kind == DeviceKind::kCuda;
     const std::vector<Setting> settings = shared_settings(per_process, cuda, config);
-    const Status local = caught([&]() -> Status {
+    const Status local = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
       core::fire_create_fault(faults, core::CreateStage::kStart, topo.process);
       if (local_devices.empty())
         return Status(ErrorCode::kInvalidArgument, "a process needs at least one local device");
@@ -550,7 +539,7 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
   std::vector<std::unique_ptr<transport::Transport>> transports;
   std::vector<std::vector<std::byte>> addresses;
   {
-    Status local = caught([&]() -> Status {
+    Status local = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
       core::fire_create_fault(faults, core::CreateStage::kTransports, topo.process);
       transport::TransportOptions options;
       options.abort = abort_flag.get();
@@ -569,7 +558,7 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
     });
     std::vector<std::byte> payload;
     if (local) {
-      local = caught([&]() -> Status {
+      local = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
         payload = pack(transports);
         return Status::ok();
       });
@@ -586,7 +575,7 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
   // destroyed its workers (create, then destroy) would otherwise pull the
   // shared-memory segments from under peers still attaching to them.
   {
-    const Status local = caught([&] {
+    const Status local = core::catch_to_status(ErrorCode::kInternal, "creation", [&] {
       return connect_and_handshake(transports, addresses, faults, topo.process, config, first);
     });
     auto agreed = bootstrap::agree_outcome(

@@ -148,7 +148,7 @@ Status UcxTransport::exchange(std::span<const SendOp> sends, std::span<const Rec
 
 Status UcxTransport::run_exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                                   Clock::time_point deadline, WireKind kind) {
-  return without_exceptions("exchange", [&] {
+  return core::catch_to_status(ErrorCode::kInternal, "exchange", [&] {
     ExchangeRun run(*this, kind);
     return run.run(sends, recvs, deadline);
   });

@@ -1,8 +1,9 @@
-// Move-only owners of the UCX handles the transport uses. Each releases its
-// handle in its destructor, and none of them blocks for long there. An owner
-// that needs another handle to clean up (an endpoint needs its worker to make
-// progress) keeps a plain pointer to it: the owner of that handle must be
-// declared before it, so that it is destroyed after it.
+// Owners of the UCX handles the transport uses: core::UniqueHandle with a
+// deleter per kind of handle. Each releases its handle in its destructor, and
+// none of them blocks for long there. An owner that needs another handle to
+// clean up (an endpoint needs its worker to make progress) keeps a plain
+// pointer to it in its deleter: the owner of that handle must be declared
+// before it, so that it is destroyed after it.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include "core/unique_handle.hpp"
 #include "ruccl/status.hpp"
 
 namespace ruccl::transport {
@@ -22,19 +24,15 @@ class Context {
  public:
   static Result<Context> create();
 
-  Context() = default;
-  Context(Context&& other) noexcept;
-  Context& operator=(Context&& other) noexcept;
-  Context(const Context&) = delete;
-  Context& operator=(const Context&) = delete;
-  ~Context();
-
-  ucp_context_h get() const { return handle_; }
+  ucp_context_h get() const { return handle_.get(); }
   // Bit mask over ucs_memory_type_t (UCP_ATTR_FIELD_MEMORY_TYPES).
   std::uint64_t memory_types() const { return memory_types_; }
 
  private:
-  ucp_context_h handle_ = nullptr;
+  struct Cleanup {
+    void operator()(ucp_context_h context) const noexcept { ucp_cleanup(context); }
+  };
+  core::UniqueHandle<ucp_context_h, Cleanup> handle_;
   std::uint64_t memory_types_ = 0;
 };
 
@@ -44,14 +42,7 @@ class Worker {
  public:
   static Result<Worker> create(const Context& context);
 
-  Worker() = default;
-  Worker(Worker&& other) noexcept;
-  Worker& operator=(Worker&& other) noexcept;
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
-  ~Worker();
-
-  ucp_worker_h get() const { return handle_; }
+  ucp_worker_h get() const { return handle_.get(); }
   // A copy of the worker's address blob (the UCX copy is released at once).
   Result<std::vector<std::byte>> address() const;
   // One ucp_worker_progress(); yields the CPU (sched_yield) after a streak of
@@ -62,8 +53,11 @@ class Worker {
   unsigned progress() const;
 
  private:
+  struct Destroy {
+    void operator()(ucp_worker_h worker) const noexcept { ucp_worker_destroy(worker); }
+  };
   static constexpr unsigned kIdleSpins = 64;
-  ucp_worker_h handle_ = nullptr;
+  core::UniqueHandle<ucp_worker_h, Destroy> handle_;
   mutable unsigned idle_ = 0;  // progress() calls in a row that did nothing
 };
 
@@ -71,23 +65,10 @@ class Worker {
 // request that has not completed lets UCX release it when it completes; the
 // buffers it refers to must stay valid until then, so the transport frees only
 // completed requests unless it has run out of time.
-class Request {
- public:
-  Request() = default;
-  explicit Request(void* handle) : handle_(handle) {}
-  Request(Request&& other) noexcept;
-  Request& operator=(Request&& other) noexcept;
-  Request(const Request&) = delete;
-  Request& operator=(const Request&) = delete;
-  ~Request();
-
-  void* get() const { return handle_; }
-  explicit operator bool() const { return handle_ != nullptr; }
-  void reset();
-
- private:
-  void* handle_ = nullptr;
+struct RequestFree {
+  void operator()(void* request) const noexcept { ucp_request_free(request); }
 };
+using Request = core::UniqueHandle<void*, RequestFree>;
 
 // What a non-blocking UCX call returned: done at once (with a status), or a
 // request to poll. Turns ucs_status_ptr_t into something that owns the request.
@@ -110,15 +91,8 @@ class Endpoint {
                                  ucp_err_handler_cb_t on_error, void* error_arg,
                                  bool detect_failure = true);
 
-  Endpoint() = default;
-  Endpoint(Endpoint&& other) noexcept;
-  Endpoint& operator=(Endpoint&& other) noexcept;
-  Endpoint(const Endpoint&) = delete;
-  Endpoint& operator=(const Endpoint&) = delete;
-  ~Endpoint();
-
-  ucp_ep_h get() const { return handle_; }
-  bool is_open() const { return handle_ != nullptr; }
+  ucp_ep_h get() const { return handle_.get(); }
+  bool is_open() const { return static_cast<bool>(handle_); }
   // Starts ucp_ep_close_nbx (flushing unless `force`) and gives up the handle:
   // the endpoint is empty afterwards, and the close completes with the request.
   Posted start_close(bool force);
@@ -126,13 +100,17 @@ class Endpoint {
   // (UCS_ERR_CANCELED); bounded, progresses the worker briefly if UCX asks to.
   // An endpoint without failure detection is flush-closed instead, within the
   // same bound; requests it cannot finish are abandoned to UCX.
-  void force_close();
-  bool detects_failure() const { return detect_failure_; }
+  void force_close() { handle_.reset(); }
+  bool detects_failure() const { return handle_.get_deleter().detect_failure; }
 
  private:
-  ucp_ep_h handle_ = nullptr;
-  ucp_worker_h worker_ = nullptr;  // not owned: the transport's Worker outlives it
-  bool detect_failure_ = true;
+  // Releases an endpoint: the bounded close of force_close.
+  struct Close {
+    ucp_worker_h worker = nullptr;  // not owned: the transport's Worker outlives it
+    bool detect_failure = true;
+    void operator()(ucp_ep_h endpoint) const noexcept;
+  };
+  core::UniqueHandle<ucp_ep_h, Close> handle_;
 };
 
 }  // namespace ruccl::transport

@@ -134,7 +134,8 @@ void UcxTransport::cut_off(std::size_t peer, std::string why) {
 
 Status UcxTransport::connect(const std::vector<std::vector<std::byte>>& addresses,
                              Clock::time_point deadline) {
-  return without_exceptions("connect", [&] { return do_connect(addresses, deadline); });
+  return core::catch_to_status(ErrorCode::kInternal, "connect",
+                               [&] { return do_connect(addresses, deadline); });
 }
 
 Status UcxTransport::do_connect(const std::vector<std::vector<std::byte>>& addresses,
@@ -196,7 +197,7 @@ Status UcxTransport::do_connect(const std::vector<std::vector<std::byte>>& addre
 Status UcxTransport::handshake(Clock::time_point deadline) {
   Claim claim(*this);
   if (!claim) return Status(ErrorCode::kAborted, "handshake: aborted");
-  return without_exceptions("connection handshake", [&]() -> Status {
+  return core::catch_to_status(ErrorCode::kInternal, "connection handshake", [&]() -> Status {
     if (!connect_called_) return Status(ErrorCode::kInvalidArgument, "handshake before connect");
     if (!self_known_)
       return Status(ErrorCode::kInvalidArgument,
@@ -331,7 +332,8 @@ Status UcxTransport::close(Clock::time_point deadline) {
       return Status(ErrorCode::kAborted, "close: the transport is busy sending an abort notice");
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  Status closed = without_exceptions("close", [&] { return do_close(deadline); });
+  Status closed =
+      core::catch_to_status(ErrorCode::kInternal, "close", [&] { return do_close(deadline); });
   release();
   return closed;
 }

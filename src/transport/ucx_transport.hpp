@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/catch_to_status.hpp"
 #include "transport/transport.hpp"
 #include "transport/ucx_handles.hpp"
 
@@ -22,19 +23,6 @@ namespace ruccl::transport {
 
 // What is known about one peer's endpoint. The error callback writes `failure`;
 // `closed_by` explains why the endpoint was force-closed early.
-// Runs `body`, turning an exception (in practice std::bad_alloc) into
-// kInternal: no exception leaves the transport.
-template <typename Body>
-Status without_exceptions(const char* what, Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    return Status(ErrorCode::kInternal, std::string(what) + ": " + e.what());
-  } catch (...) {
-    return Status(ErrorCode::kInternal, std::string(what) + ": unknown exception");
-  }
-}
-
 // The scratch of one exchange (exchange.cpp), kept by the transport so that
 // an exchange allocates nothing once it has seen its sizes.
 struct ExchangeMessage {

@@ -25,23 +25,20 @@ DeviceGuard::~DeviceGuard() {
   if (restore_ && cudaSetDevice(previous_) != cudaSuccess) (void)cudaGetLastError();
 }
 
+void StreamDestroy::operator()(cudaStream_t stream) const noexcept {
+  if (cudaStreamDestroy(stream) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void EventDestroy::operator()(cudaEvent_t event) const noexcept {
+  if (cudaEventDestroy(event) != cudaSuccess) (void)cudaGetLastError();
+}
+
 Result<Stream> Stream::create(int gpu) {
   DeviceGuard guard(gpu);
   RUCCL_TRY(guard.status());
   cudaStream_t handle = nullptr;
   RUCCL_TRY(check(cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking), "cudaStreamCreate", gpu));
   return Stream(handle);
-}
-
-Stream::~Stream() {
-  if (handle_ != nullptr && cudaStreamDestroy(handle_) != cudaSuccess) (void)cudaGetLastError();
-}
-
-Stream& Stream::operator=(Stream&& other) noexcept {
-  if (this != &other) {
-    Stream old(std::exchange(handle_, std::exchange(other.handle_, nullptr)));
-  }
-  return *this;
 }
 
 Result<Event> Event::create(int gpu) {
@@ -52,42 +49,28 @@ Result<Event> Event::create(int gpu) {
   return Event(handle);
 }
 
-Event::~Event() {
-  if (handle_ != nullptr && cudaEventDestroy(handle_) != cudaSuccess) (void)cudaGetLastError();
-}
-
-Event& Event::operator=(Event&& other) noexcept {
-  if (this != &other) {
-    Event old(std::exchange(handle_, std::exchange(other.handle_, nullptr)));
-  }
-  return *this;
-}
-
-DeviceBuffer::~DeviceBuffer() { release(); }
-
-void DeviceBuffer::release() {
-  if (data_ == nullptr) return;
-  DeviceGuard guard(gpu_);
-  if (cudaFree(data_) != cudaSuccess) (void)cudaGetLastError();
-  data_ = nullptr;
-  bytes_ = 0;
+void DeviceFree::operator()(void* data) const noexcept {
+  DeviceGuard restore(gpu);
+  if (cudaFree(data) != cudaSuccess) (void)cudaGetLastError();
 }
 
 Result<void*> DeviceBuffer::reserve(int gpu, cudaStream_t user, std::size_t bytes) {
-  if (data_ != nullptr && gpu_ == gpu && bytes_ >= bytes) return data_;
-  if (data_ != nullptr)
-    RUCCL_TRY(check(cudaStreamSynchronize(user), "cudaStreamSynchronize before growing staging", gpu_));
-  release();  // free first: the peak stays one buffer
+  const int held_on = data_.get_deleter().gpu;
+  if (data_ && held_on == gpu && bytes_ >= bytes) return data_.get();
+  if (data_)
+    RUCCL_TRY(check(cudaStreamSynchronize(user), "cudaStreamSynchronize before growing staging",
+                    held_on));
+  data_.reset();  // free first: the peak stays one buffer
+  bytes_ = 0;
   DeviceGuard guard(gpu);
   RUCCL_TRY(guard.status());
   const std::size_t rounded = bytes < 256 ? 256 : bytes;
   void* data = nullptr;
   RUCCL_TRY(check(cudaMalloc(&data, rounded),
                   "cudaMalloc of " + std::to_string(rounded) + " staging bytes", gpu));
-  data_ = data;
+  data_ = core::UniqueHandle<void*, DeviceFree>(data, DeviceFree{gpu});
   bytes_ = rounded;
-  gpu_ = gpu;
-  return data_;
+  return data_.get();
 }
 
 Result<std::shared_ptr<void>> allocate_on(int gpu, std::size_t bytes) {
@@ -97,10 +80,7 @@ Result<std::shared_ptr<void>> allocate_on(int gpu, std::size_t bytes) {
   // At least one byte: a zero-element tensor still gets a distinct, freeable pointer.
   RUCCL_TRY(check(cudaMalloc(&data, bytes == 0 ? 1 : bytes),
                   "cudaMalloc of " + std::to_string(bytes) + " bytes", gpu));
-  return std::shared_ptr<void>(data, [gpu](void* p) {
-    DeviceGuard restore(gpu);
-    if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
-  });
+  return std::shared_ptr<void>(data, DeviceFree{gpu});
 }
 
 Result<std::shared_ptr<void>> allocate_pinned(int gpu, std::size_t bytes) {

@@ -1,5 +1,5 @@
-// CUDA runtime handles owned RAII-style (move-only, freed by their destructor)
-// and the one conversion of cudaError_t into Status. Only src/device/cuda
+// CUDA runtime handles owned RAII-style (core::UniqueHandle: move-only, freed
+// by their destructor) and the one conversion of cudaError_t into Status. Only src/device/cuda
 // includes this file (and with it the CUDA headers).
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/unique_handle.hpp"
 #include "ruccl/status.hpp"
 
 namespace ruccl::cuda {
@@ -36,53 +37,45 @@ class DeviceGuard {
   Status status_;
 };
 
-// A non-blocking stream (it does not synchronise with the legacy default stream).
-class Stream {
- public:
-  Stream() = default;
-  static Result<Stream> create(int gpu);
-  ~Stream();
-  Stream(Stream&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
-  Stream& operator=(Stream&& other) noexcept;
-  cudaStream_t get() const { return handle_; }
+// Releasing a stream, an event or device memory: an error cannot be reported,
+// only cleared. DeviceFree makes its gpu current for cudaFree and restores the
+// calling thread's device after.
+struct StreamDestroy {
+  void operator()(cudaStream_t stream) const noexcept;
+};
+struct EventDestroy {
+  void operator()(cudaEvent_t event) const noexcept;
+};
+struct DeviceFree {
+  int gpu = -1;
+  void operator()(void* data) const noexcept;
+};
 
- private:
-  explicit Stream(cudaStream_t handle) : handle_(handle) {}
-  cudaStream_t handle_ = nullptr;
+// A non-blocking stream (it does not synchronise with the legacy default stream).
+class Stream : public core::UniqueHandle<cudaStream_t, StreamDestroy> {
+ public:
+  using UniqueHandle::UniqueHandle;
+  static Result<Stream> create(int gpu);
 };
 
 // An event without timing (the cheap kind), used only for ordering.
-class Event {
+class Event : public core::UniqueHandle<cudaEvent_t, EventDestroy> {
  public:
-  Event() = default;
+  using UniqueHandle::UniqueHandle;
   static Result<Event> create(int gpu);
-  ~Event();
-  Event(Event&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
-  Event& operator=(Event&& other) noexcept;
-  cudaEvent_t get() const { return handle_; }
-
- private:
-  explicit Event(cudaEvent_t handle) : handle_(handle) {}
-  cudaEvent_t handle_ = nullptr;
 };
 
 // Device memory that grows on demand (staging for overlapping ranges and for
 // received messages). Not thread-safe: its lane's mutex guards it.
 class DeviceBuffer {
  public:
-  DeviceBuffer() = default;
-  ~DeviceBuffer();
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   // At least `bytes` on `gpu`; the old contents are not kept. Growing waits
   // for `user` (the stream that may still read the old buffer) first.
   Result<void*> reserve(int gpu, cudaStream_t user, std::size_t bytes);
 
  private:
-  void release();
-  void* data_ = nullptr;
+  core::UniqueHandle<void*, DeviceFree> data_;  // its deleter knows the gpu
   std::size_t bytes_ = 0;
-  int gpu_ = -1;
 };
 
 // cudaMalloc'ed memory of `gpu`, freed by the returned pointer's deleter
