@@ -50,7 +50,9 @@ struct Communicator::Impl {
                    ? nullptr
                    : std::make_unique<core::Tracer>(config.trace_file(), first, devices.size())),
         faults(fault_plan(config)),
-        recorder(first, devices.size(), config) {}
+        recorder(first, devices.size(), config),
+        topology{world, devices.size(), spanning != nullptr, adapter->kind() == DeviceKind::kHost},
+        algorithms(core::make_table(config)) {}
 
   // One rank's collective. No exception leaves it: see Seat and call_body.
   Result<core::RankOutcome> call(std::size_t rank, core::Request req, const CallOptions& options);
@@ -74,6 +76,8 @@ struct Communicator::Impl {
   std::unique_ptr<core::Tracer> tracer;  // null unless RUCCL_TRACE / Config::trace_file
   const core::FaultPlan faults;          // RUCCL_FAULT; empty almost always
   core::FlightRecorder recorder;
+  const core::Topology topology;
+  const core::AlgorithmTable algorithms;  // from Config: strategy, one_shot_bytes, RUCCL_ALGO
   // Per rank: the staging of its last collective that succeeded (last_staging).
   // Written by that rank's thread once per collective, after it ran.
   struct StagingSlot {
@@ -246,8 +250,16 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
   if (spanning) {
     core::ScopedSpan agree(tracer.get(), local, tracer ? "agree (fingerprints)" : "", "phase");
     bool threw = true;
+    // Whether this rank's input rides with its fingerprint: if every rank's
+    // does, the plan says so, and the all-reduce may run one-shot.
+    bool send_input = false;
+    if (geometry.is_ok() && req.has_input && req.in.data != nullptr) {
+      const core::CallShape offer{req.kind, bytes, req.max_chunk_bytes, spanning->fused_capacity(),
+                                  true};
+      send_input = core::choose_algorithm(offer, topology, algorithms) == core::Algorithm::kOneShot;
+    }
     agreed = core::contained("the agreement", [&] {
-      auto plan = spanning->agree_all(local, seq, req, geometry, config.timeout());
+      auto plan = spanning->agree_all(local, seq, req, geometry, send_input, config.timeout());
       threw = false;
       return plan;
     });
@@ -283,12 +295,17 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
       job.rank = local;
       job.global_rank = rank;
       job.world = world;
+      const core::Plan& plan = generation.value()->plan.value();
+      const core::CallShape call{req.kind, plan.geometry.count * dtype_size(plan.dtype),
+                                 req.max_chunk_bytes, spanning ? spanning->fused_capacity() : 0,
+                                 plan.one_shot};
+      job.algorithm = core::choose_algorithm(call, topology, algorithms);
       if (spanning) {
-        executors = spanning->executors(local, seq, req.kind, generation.value()->work, *device,
-                                        generation.value()->plan.value(), config.timeout());
+        executors = spanning->executors(local, seq, job.algorithm, req.kind,
+                                        generation.value()->work, *device, plan, config.timeout());
         job.run = executors.run.get();
         job.across = executors.across.get();
-        job.one_shot = executors.one_shot;
+        job.algorithm = executors.algorithm;
         job.spanning = spanning.get();
       }
       job.request = &req;

@@ -211,14 +211,14 @@ class RankExecution {
   }
 
   Status algorithm(ring::RankRun& run) {
-    if (job_.across != nullptr) {  // hierarchical: the local level in-process
+    if (job_.algorithm == Algorithm::kHierarchical && job_.across != nullptr) {  // local: in-process
       InProcRun in_process(job_, x_.local, x_.work.world);
       Decorated local(in_process, job_, steps_, job_.tracer,
                       job_.tracer ? trace_args() : std::string());
       Decorated across(*job_.across, job_, steps_, nullptr, std::string());
       return kind_.run(x_, Levels{run, &*local, &*across, false});
     }
-    return kind_.run(x_, Levels{run, nullptr, nullptr, job_.one_shot});
+    return kind_.run(x_, Levels{run, nullptr, nullptr, job_.algorithm == Algorithm::kOneShot});
   }
 
   std::string trace_args() const {

@@ -14,6 +14,7 @@
 
 #include "core/log.hpp"
 #include "core/rendezvous.hpp"
+#include "core/selection.hpp"
 #include "ring/rank_run.hpp"
 
 namespace ruccl::core {
@@ -46,10 +47,10 @@ struct RankJob {
   // the all-reduce is hierarchical: its local levels run in-process over the
   // local group (rank = local seat), its middle level over `across`.
   ring::RankRun* across = nullptr;
-  // All-reduce only: `run` delivers every rank's input as it was when the
-  // collective began (the world's fused small-tensor path), and the one-shot
-  // algorithm runs over it (ring/one_shot_all_reduce.cpp).
-  bool one_shot = false;
+  // choose_algorithm's choice (core/selection.hpp). kOneShot: `run` delivers
+  // every rank's input as it was when the collective began (the world's fused
+  // small-tensor path), and the one-shot algorithm runs over it.
+  Algorithm algorithm = Algorithm::kInProcess;
   const Request* request = nullptr;
   const Geometry* geometry = nullptr;
   Rendezvous::Generation* generation = nullptr;

@@ -50,7 +50,7 @@ class WorldSpanning final : public core::Spanning {
   WorldSpanning(std::unique_ptr<std::atomic<bool>> abort_flag,
                 std::unique_ptr<bootstrap::Bootstrap> boot,
                 std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
-                std::size_t world, bool host_buffers, const Config& config)
+                std::size_t world, const Config& config)
       : logger_(config),
         abort_flag_(std::move(abort_flag)),
         bootstrap_(std::move(boot)),
@@ -58,9 +58,8 @@ class WorldSpanning final : public core::Spanning {
         first_(first),
         world_(world),
         per_process_(transports_.size()),
-        strategy_(config.global_strategy()),
         faults_(plan_of(config)),
-        one_shot_bytes_(host_buffers ? config.one_shot_bytes() : 0),
+        record_bytes_(multinode::wire_words(world) * sizeof(std::uint64_t)),
         one_shot_(per_process_),
         staging_(per_process_) {}
   ~WorldSpanning() override {
@@ -90,16 +89,21 @@ class WorldSpanning final : public core::Spanning {
   std::size_t first_rank() const override { return first_; }
   std::size_t world() const override { return world_; }
 
-  // Every rank sends its fingerprint to every other (one message each), and a
-  // small all-reduce's input rides along (Config::one_shot_bytes): when the
-  // plan is agreed and every rank's message carried its input, the collective
-  // runs as a one-shot all-reduce over the delivered inputs (executors()).
-  // Each rank sees the same messages, so all decide alike; the decision is
-  // part of the plan (Plan::one_shot), which the rendezvous checks is the same
-  // for every local rank. What the record cannot carry (too many dims) travels
-  // as this rank's local error, so that the peers fail at once too.
+  // Receives take any message up to what one message holds (kMaxUpToBytes).
+  std::size_t fused_capacity() const override {
+    return record_bytes_ < transport::kMaxUpToBytes ? transport::kMaxUpToBytes - record_bytes_ : 0;
+  }
+
+  // Every rank sends its fingerprint to every other (one message each), and,
+  // with `send_input`, a small all-reduce's input rides along (choose_algorithm
+  // asked for kOneShot): when the plan is agreed and every rank's message
+  // carried its input, Plan::one_shot is set, and the collective may run as a
+  // one-shot all-reduce over the delivered inputs (executors()). Each rank sees
+  // the same messages, so all decide alike; the rendezvous checks the plan is
+  // the same for every local rank. What the record cannot carry (too many
+  // dims) travels as this rank's local error, so that the peers fail at once too.
   Result<core::Plan> agree_all(std::size_t local, std::uint64_t seq, const core::Request& request,
-                               const Result<core::Geometry>& local_check,
+                               const Result<core::Geometry>& local_check, bool send_input,
                                std::chrono::milliseconds timeout) override {
     const std::size_t me = first_ + local;
     Result<core::Geometry> geometry = local_check;
@@ -110,7 +114,8 @@ class WorldSpanning final : public core::Spanning {
     os.out = multinode::encode(request, geometry, world_);
     os.words = os.out.size();
     const std::size_t record = os.words * sizeof(std::uint64_t);
-    const std::size_t payload = one_shot_payload(request, geometry, record);
+    const std::size_t payload =
+        send_input && geometry.is_ok() ? geometry.value().count * dtype_size(request.dtype) : 0;
     os.out.resize(os.words + (payload + 7) / 8);
     if (payload > 0) std::memcpy(os.out.data() + os.words, request.in.data, payload);
     // Receives take any message up to what one message holds, whatever this
@@ -184,18 +189,21 @@ class WorldSpanning final : public core::Spanning {
     transports_[local]->notify_failure(seq, error);  // once per transport
   }
 
-  // hierarchical (the default): ranks of this process read each other's memory
-  // in-process wherever the algorithm allows: the whole collective when the
-  // world is this process, the local levels of the all-reduce otherwise. Every
-  // other transfer, and all of them under flat_ring, is a UCX message.
-  core::Executors executors(std::size_t local, std::uint64_t seq, CollectiveKind kind,
-                            Work& work, DeviceAdapter& adapter, const core::Plan& plan,
-                            std::chrono::milliseconds timeout) override {
+  // The executors of the chosen algorithm: kInProcess none (the in-process
+  // executor), kOneShot the delivered inputs, kHierarchical the ring across
+  // processes of this rank's local index (the local levels run in-process),
+  // kFlatRing a UCX message for every transfer.
+  core::Executors executors(std::size_t local, std::uint64_t seq, core::Algorithm algorithm,
+                            CollectiveKind kind, Work& work, DeviceAdapter& adapter,
+                            const core::Plan& plan, std::chrono::milliseconds timeout) override {
     core::Executors out;
+    out.algorithm = algorithm;
+    if (algorithm == core::Algorithm::kInProcess) return out;
     OneShot& os = one_shot_[local];
     // plan.one_shot is every local rank's decision (the rendezvous refused the
     // plan otherwise), and this rank's own: its inputs are in `os`.
-    if (plan.one_shot && os.ready && os.seq == seq && kind == CollectiveKind::kAllReduce) {
+    if (algorithm == core::Algorithm::kOneShot && plan.one_shot && os.ready && os.seq == seq &&
+        kind == CollectiveKind::kAllReduce) {
       os.ready = false;
       std::vector<const std::byte*> inputs(world_);
       for (std::size_t r = 0; r < world_; ++r)
@@ -203,9 +211,9 @@ class WorldSpanning final : public core::Spanning {
             (r == first_ + local ? os.out : os.in[r]).data() + os.words);
       out.run = std::make_unique<multinode::DeliveredRun>(adapter, work, local, first_ + local,
                                                           world_, std::move(inputs), os.count);
-      out.one_shot = true;
       return out;
     }
+    os.ready = false;
     const std::size_t processes = world_ / per_process_;
     // The budget's elements per message, cut to kPieceBytes where a row fits.
     std::size_t elements = plan.message_elements;
@@ -226,17 +234,15 @@ class WorldSpanning final : public core::Spanning {
         };
       return o;
     };
-    if (strategy_ == GlobalStrategy::kHierarchical) {
-      if (processes == 1) return out;  // in-process throughout
-      if (kind == CollectiveKind::kAllReduce && per_process_ > 1) {
-        transport::TransportRunOptions o = options(kAcrossComm);
-        o.peer_base = local;
-        o.peer_stride = per_process_;
-        out.across = std::make_unique<transport::TransportRun>(
-            *transports_[local], adapter, work, local, first_ / per_process_, processes, o);
-        return out;
-      }
+    if (algorithm == core::Algorithm::kHierarchical) {
+      transport::TransportRunOptions o = options(kAcrossComm);
+      o.peer_base = local;
+      o.peer_stride = per_process_;
+      out.across = std::make_unique<transport::TransportRun>(
+          *transports_[local], adapter, work, local, first_ / per_process_, processes, o);
+      return out;
     }
+    out.algorithm = core::Algorithm::kFlatRing;  // also a one-shot without its inputs
     out.run = std::make_unique<transport::TransportRun>(
         *transports_[local], adapter, work, local, first_ + local, world_, options(kDataComm));
     return out;
@@ -250,27 +256,8 @@ class WorldSpanning final : public core::Spanning {
   const std::size_t first_;
   const std::size_t world_;
   const std::size_t per_process_;
-  const GlobalStrategy strategy_;
   const core::FaultPlan faults_;  // drop/corrupt faults for the executors (RUCCL_FAULT)
 
-  // Bytes of input a small all-reduce sends with its fingerprint record of
-  // `record` bytes; 0: it runs the usual way. Only where this rank's messages
-  // cross processes (not an all-in-process hierarchical world), for host
-  // buffers, within one message, and where the other ranks' inputs, which a
-  // rank holds at once, fit the byte budget (a bounded call keeps its bound).
-  std::size_t one_shot_payload(const core::Request& request, const Result<core::Geometry>& geometry,
-                               std::size_t record) const {
-    if (one_shot_bytes_ == 0 || request.kind != CollectiveKind::kAllReduce || !geometry.is_ok() ||
-        !request.has_input || request.in.data == nullptr || request.dtype == DataType::kBytes)
-      return 0;
-    if (world_ < 2 || (strategy_ == GlobalStrategy::kHierarchical && world_ == per_process_))
-      return 0;
-    const std::size_t bytes = geometry.value().count * dtype_size(request.dtype);
-    if (bytes == 0 || bytes > one_shot_bytes_ || record + bytes > transport::kMaxUpToBytes ||
-        bytes > request.max_chunk_bytes / (world_ - 1))
-      return 0;
-    return bytes;
-  }
   // The fused small all-reduce of one local rank (touched only by its thread).
   struct OneShot {
     bool ready = false;  // collective `seq` runs one-shot over the inputs below
@@ -283,7 +270,7 @@ class WorldSpanning final : public core::Spanning {
     std::vector<transport::SendOp> sends;        // the agreement's messages (scratch)
     std::vector<transport::RecvOp> recvs;
   };
-  const std::size_t one_shot_bytes_;  // Config::one_shot_bytes; 0 for device buffers
+  const std::size_t record_bytes_;  // of one fingerprint record (wire_words)
   std::vector<OneShot> one_shot_;     // per local rank
   // Receive buffers of reduction steps, kept across collectives (per local rank).
   std::vector<std::vector<transport::StagingBuffer>> staging_;
@@ -338,6 +325,12 @@ bool get_u64(std::span<const std::byte> in, std::size_t& at, std::uint64_t& v) {
 // process must have the same. (max_chunk_bytes travels with each collective's
 // fingerprint and is agreed there; one_shot_bytes and checksum may differ, see
 // config.hpp; timeouts, logging and faults are local.)
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return s.empty() ? 0 : h;
+}
+
 struct Setting {
   const char* name;
   std::uint64_t value;
@@ -350,6 +343,8 @@ std::vector<Setting> shared_settings(std::size_t per_process, bool cuda, const C
       {"global strategy (RUCCL_ALGO; 0 hierarchical, 1 flat_ring)",
        static_cast<std::uint64_t>(config.global_strategy()), ErrorCode::kInvalidArgument},
       {"segment_bytes (RUCCL_SEGMENT_BYTES)", config.segment_bytes(), ErrorCode::kInvalidArgument},
+      {"algorithm selection (RUCCL_ALGO; a hash of the string)", fnv1a(config.algorithm()),
+       ErrorCode::kInvalidArgument},
   };
 }
 
@@ -629,8 +624,7 @@ Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootst
   auto adapter = make_adapter(local_devices.front().kind);
   RUCCL_TRY(adapter);
   auto spanning = std::make_unique<WorldSpanning>(
-      std::move(abort_flag), std::move(boot), std::move(transports), first, world,
-      local_devices.front().kind == DeviceKind::kHost, config);
+      std::move(abort_flag), std::move(boot), std::move(transports), first, world, config);
   return core::make_spanning_communicator(std::move(local_devices), adapter.value(),
                                           std::move(config), std::move(spanning));
 }
