@@ -18,24 +18,13 @@
 
 namespace ruccl {
 
-Result<std::shared_ptr<Communicator>> make_communicator(std::vector<DeviceId> devices,
-                                                        std::shared_ptr<DeviceAdapter> adapter,
-                                                        Config config,
-                                                        std::unique_ptr<core::Spanning> spanning);
-
-namespace {
-
-// The plan of a validated config (validate() parsed it already).
-core::FaultPlan fault_plan(const Config& config) {
-  auto plan = core::FaultPlan::parse(config.fault());
-  return plan.is_ok() ? std::move(plan.value()) : core::FaultPlan{};
-}
-
-}  // namespace
+Result<std::shared_ptr<Communicator>> make_communicator(
+    std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
+    std::unique_ptr<core::Spanning> spanning, std::shared_ptr<const core::FaultPlan> faults);
 
 struct Communicator::Impl {
   Impl(std::vector<DeviceId> devs, std::shared_ptr<DeviceAdapter> adp, Config cfg,
-       std::unique_ptr<core::Spanning> span)
+       std::unique_ptr<core::Spanning> span, std::shared_ptr<const core::FaultPlan> plan)
       : devices(std::move(devs)),
         adapter(std::move(adp)),
         config(std::move(cfg)),
@@ -49,7 +38,8 @@ struct Communicator::Impl {
         tracer(config.trace_file().empty()
                    ? nullptr
                    : std::make_unique<core::Tracer>(config.trace_file(), first, devices.size())),
-        faults(fault_plan(config)),
+        fault_plan(std::move(plan)),
+        faults(*fault_plan),
         recorder(first, devices.size(), config),
         topology{world, devices.size(), spanning != nullptr, adapter->kind() == DeviceKind::kHost},
         algorithms(core::make_table(config)) {}
@@ -74,7 +64,8 @@ struct Communicator::Impl {
   std::vector<core::ScratchCache> scratch;           // per rank, its thread only
   core::Logger logger;
   std::unique_ptr<core::Tracer> tracer;  // null unless RUCCL_TRACE / Config::trace_file
-  const core::FaultPlan faults;          // RUCCL_FAULT; empty almost always
+  const std::shared_ptr<const core::FaultPlan> fault_plan;  // RUCCL_FAULT, parsed once
+  const core::FaultPlan& faults;                           // empty almost always
   core::FlightRecorder recorder;
   const core::Topology topology;
   const core::AlgorithmTable algorithms;  // from Config: strategy, one_shot_bytes, RUCCL_ALGO
@@ -374,21 +365,25 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
 Result<std::shared_ptr<Communicator>> Communicator::create(std::vector<DeviceId> devices,
                                                            std::shared_ptr<DeviceAdapter> adapter,
                                                            Config config) {
-  return make_communicator(std::move(devices), std::move(adapter), std::move(config), nullptr);
+  // The plan of a valid config (make_communicator validates it first).
+  auto plan = core::FaultPlan::parse(config.fault());
+  auto faults = std::make_shared<const core::FaultPlan>(plan ? std::move(plan).value()
+                                                             : core::FaultPlan{});
+  return make_communicator(std::move(devices), std::move(adapter), std::move(config), nullptr,
+                           std::move(faults));
 }
 
 Result<std::shared_ptr<Communicator>> core::make_spanning_communicator(
     std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
-    std::unique_ptr<Spanning> spanning) {
+    std::unique_ptr<Spanning> spanning, std::shared_ptr<const FaultPlan> faults) {
   if (!spanning) return Status(ErrorCode::kInvalidArgument, "no spanning part");
   return make_communicator(std::move(devices), std::move(adapter), std::move(config),
-                           std::move(spanning));
+                           std::move(spanning), std::move(faults));
 }
 
-Result<std::shared_ptr<Communicator>> make_communicator(std::vector<DeviceId> devices,
-                                                        std::shared_ptr<DeviceAdapter> adapter,
-                                                        Config config,
-                                                        std::unique_ptr<core::Spanning> spanning) {
+Result<std::shared_ptr<Communicator>> make_communicator(
+    std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
+    std::unique_ptr<core::Spanning> spanning, std::shared_ptr<const core::FaultPlan> faults) {
   if (devices.empty())
     return Status(ErrorCode::kInvalidArgument, "a communicator needs at least one device");
   if (!adapter) return Status(ErrorCode::kInvalidArgument, "the device adapter is null");
@@ -405,8 +400,10 @@ Result<std::shared_ptr<Communicator>> make_communicator(std::vector<DeviceId> de
                       "devices must be distinct: ranks " + std::to_string(j) + " and " +
                           std::to_string(i) + " both use " + device_name(devices[i]));
   }
+  if (!faults) faults = std::make_shared<const core::FaultPlan>();
   auto impl = std::make_unique<Communicator::Impl>(std::move(devices), std::move(adapter),
-                                                   std::move(config), std::move(spanning));
+                                                   std::move(config), std::move(spanning),
+                                                   std::move(faults));
   return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 

@@ -65,9 +65,13 @@ class Spanning {
                               const Plan& plan, std::chrono::milliseconds timeout) = 0;
 };
 
+class FaultPlan;
+
 // A communicator of this process's `devices` inside the world of `spanning`.
+// `faults`: the config's fault plan, parsed once by the creator (it shares it
+// with `spanning`).
 Result<std::shared_ptr<Communicator>> make_spanning_communicator(
     std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
-    std::unique_ptr<Spanning> spanning);
+    std::unique_ptr<Spanning> spanning, std::shared_ptr<const FaultPlan> faults);
 
 }  // namespace ruccl::core
