@@ -1,7 +1,8 @@
 // The engine: one rank's execution of one agreed collective on the in-process
-// communicator. It lays out the rank's buffers for the collective kind, runs
-// the algorithm from src/ring over the device adapter, and produces the rank's
-// output. No exception leaves it: every device call goes through a
+// communicator. It runs the barriers of the collective around its kind's
+// hooks (src/collectives: the buffer layout, the src/ring algorithm, the
+// rank's output) over the executors of the chosen algorithm
+// (core/selection.hpp). No exception leaves it: every device call goes through a
 // GuardedAdapter (an adapter's exception becomes kDeviceError, its bad_alloc
 // kOutOfMemory), and each phase of ruccl's own code is contained (an exception
 // becomes kInternal, a bad_alloc kOutOfMemory) and reaches the phase's barrier
