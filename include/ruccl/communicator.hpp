@@ -36,6 +36,7 @@ namespace ruccl {
 class Communicator;
 namespace core {
 class Spanning;
+class FaultPlan;
 }  // namespace core
 
 enum class CollectiveKind : std::uint8_t {
@@ -163,7 +164,8 @@ class Communicator {
 
  private:
   friend Result<std::shared_ptr<Communicator>> make_communicator(
-      std::vector<DeviceId>, std::shared_ptr<DeviceAdapter>, Config, std::unique_ptr<core::Spanning>);
+      std::vector<DeviceId>, std::shared_ptr<DeviceAdapter>, Config, std::unique_ptr<core::Spanning>,
+      std::shared_ptr<const core::FaultPlan>);
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -13,8 +13,10 @@
 
 namespace ruccl {
 
-// Strategy inside one process/node. Only the ring exists today; the enum is the
-// place where centralized/tree variants for small tensors will be added.
+// Deprecated: nothing reads it (Config::with_local_strategy is a no-op, kept
+// with RUCCL_LOCAL_ALGO=ring so that existing callers build and run). The
+// algorithm of each collective is chosen by src/core/selection.hpp and can be
+// forced per collective with RUCCL_ALGO / Config::with_algorithm.
 enum class LocalStrategy : std::uint8_t { kRing };
 // Strategy across processes/nodes (used by the multinode layer).
 enum class GlobalStrategy : std::uint8_t { kHierarchical, kFlatRing };
@@ -32,7 +34,8 @@ class Config {
   static constexpr std::size_t kDefaultOneShotBytes = 4096;                    // 4 KiB
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
-  // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring), RUCCL_LOCAL_ALGO (ring),
+  // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring, or a selection
+  // string: with_algorithm), RUCCL_LOCAL_ALGO (ring; deprecated, checked and ignored),
   // RUCCL_NUM_DEVICES, RUCCL_INTRA_NODE_TRANSPORT (shm|tcp), RUCCL_DEBUG
   // (WARN|INFO|TRACE), RUCCL_DEBUG_FILE, RUCCL_TRACE, RUCCL_FAULT (a fault plan),
   // RUCCL_FLIGHT_RECORDER (entries per rank; 0 = off) and
@@ -47,8 +50,16 @@ class Config {
   Config& with_max_chunk_bytes(std::size_t bytes) { max_chunk_bytes_ = bytes; return *this; }
   Config& with_segment_bytes(std::size_t bytes) { segment_bytes_ = bytes; return *this; }
   Config& with_timeout(std::chrono::milliseconds t) { timeout_ = t; return *this; }
-  Config& with_local_strategy(LocalStrategy s) { local_ = s; return *this; }
+  // Deprecated no-op (LocalStrategy).
+  Config& with_local_strategy(LocalStrategy) { return *this; }
   Config& with_global_strategy(GlobalStrategy s) { global_ = s; return *this; }
+  // The algorithm selection string (RUCCL_ALGO): ';'-separated items, each a
+  // strategy shorthand (hierarchical | flat_ring | flat, which also sets
+  // global_strategy) or <collective>:<rules> forcing algorithms for one
+  // collective, e.g. "all_reduce:0-4k:@one_shot#4k-inf:@flat_ring;broadcast:@flat_ring".
+  // Grammar and algorithms: src/core/selection.hpp. Every process must pass
+  // the same (checked at creation). Meant for tests and tuning.
+  Config& with_algorithm(std::string selection);
   Config& with_log_level(LogLevel level) { log_level_ = level; return *this; }
   Config& with_log_file(std::string pattern) { log_file_ = std::move(pattern); return *this; }
   Config& with_trace_file(std::string pattern) { trace_file_ = std::move(pattern); return *this; }
@@ -68,8 +79,9 @@ class Config {
   std::size_t segment_bytes() const { return segment_bytes_; }
   // Deadline of every blocking wait of one collective.
   std::chrono::milliseconds timeout() const { return timeout_; }
-  LocalStrategy local_strategy() const { return local_; }
+  LocalStrategy local_strategy() const { return LocalStrategy::kRing; }  // deprecated
   GlobalStrategy global_strategy() const { return global_; }
+  const std::string& algorithm() const { return algorithm_; }
   // Log lines ("[ruccl host:pid rank R] LEVEL ...") go to stderr, or to
   // log_file (RUCCL_DEBUG_FILE; %h = host name, %p = process id) when set.
   LogLevel log_level() const { return log_level_; }
@@ -121,7 +133,8 @@ class Config {
   std::size_t one_shot_bytes() const { return one_shot_bytes_; }
 
   // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,
-  // 0 < timeout <= kMaxTimeout) and parses the fault plan.
+  // 0 < timeout <= kMaxTimeout) and parses the fault plan and the algorithm
+  // selection.
   Status validate() const;
   // The settings that differ between two configs, e.g. "max_chunk_bytes 4 vs 8"; empty if equal.
   std::string difference(const Config& other) const;
@@ -132,8 +145,8 @@ class Config {
   std::size_t max_chunk_bytes_ = kDefaultMaxChunkBytes;
   std::size_t segment_bytes_ = kDefaultSegmentBytes;
   std::chrono::milliseconds timeout_ = kDefaultTimeout;
-  LocalStrategy local_ = LocalStrategy::kRing;
   GlobalStrategy global_ = GlobalStrategy::kHierarchical;
+  std::string algorithm_;
   LogLevel log_level_ = LogLevel::kOff;
   std::string log_file_;
   std::string trace_file_;

@@ -1,7 +1,8 @@
 // The in-process native communicator: request building, the per-call protocol
-// (check locally, prepare, rendezvous, execute, depart) and the registry.
-// Each call also feeds the flight recorder, and consults the fault plan
-// (stall and adapter faults act here, exit faults in the engine).
+// (check_and_prepare, agree, execute, record) and the registry. Each call
+// reports to the call observer (tracing, logging, the flight recorder,
+// staging stats), and meets the faults planned for it at named points
+// (PlannedFaults: adapter faults wrap the device, exit faults the executors).
 #include "ruccl/communicator.hpp"
 
 #include <algorithm>
@@ -9,33 +10,21 @@
 #include <new>
 #include <thread>
 
+#include "core/call_observer.hpp"
 #include "core/engine.hpp"
 #include "core/fault.hpp"
-#include "core/flight_recorder.hpp"
-#include "core/log.hpp"
 #include "core/rendezvous.hpp"
 #include "core/spanning.hpp"
 
 namespace ruccl {
 
-Result<std::shared_ptr<Communicator>> make_communicator(std::vector<DeviceId> devices,
-                                                        std::shared_ptr<DeviceAdapter> adapter,
-                                                        Config config,
-                                                        std::unique_ptr<core::Spanning> spanning);
-
-namespace {
-
-// The plan of a validated config (validate() parsed it already).
-core::FaultPlan fault_plan(const Config& config) {
-  auto plan = core::FaultPlan::parse(config.fault());
-  return plan.is_ok() ? std::move(plan.value()) : core::FaultPlan{};
-}
-
-}  // namespace
+Result<std::shared_ptr<Communicator>> make_communicator(
+    std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
+    std::unique_ptr<core::Spanning> spanning, std::shared_ptr<const core::FaultPlan> faults);
 
 struct Communicator::Impl {
   Impl(std::vector<DeviceId> devs, std::shared_ptr<DeviceAdapter> adp, Config cfg,
-       std::unique_ptr<core::Spanning> span)
+       std::unique_ptr<core::Spanning> span, std::shared_ptr<const core::FaultPlan> plan)
       : devices(std::move(devs)),
         adapter(std::move(adp)),
         config(std::move(cfg)),
@@ -45,21 +34,26 @@ struct Communicator::Impl {
         rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1), first),
         next_seq(devices.size()),
         scratch(devices.size()),
-        logger(config),
-        tracer(config.trace_file().empty()
-                   ? nullptr
-                   : std::make_unique<core::Tracer>(config.trace_file(), first, devices.size())),
-        faults(fault_plan(config)),
-        recorder(first, devices.size(), config) {}
+        observer(first, devices.size(), world, config),
+        fault_plan(std::move(plan)),
+        faults(*fault_plan),
+        topology{world, devices.size(), spanning != nullptr, adapter->kind() == DeviceKind::kHost},
+        algorithms(core::make_table(config)) {}
 
   // One rank's collective. No exception leaves it: see Seat and call_body.
   Result<core::RankOutcome> call(std::size_t rank, core::Request req, const CallOptions& options);
   class Seat;
+  struct Call;
   Result<core::RankOutcome> call_body(Seat& seat, std::size_t rank, core::Request& req,
                                       const CallOptions& options);
+  // The protocol of one call, in order (call_body):
+  void check_and_prepare(Call& c);
+  void agree(Call& c, Seat& seat);
+  Result<core::RankOutcome> execute(Call& c);
+  void record(Call& c, Result<core::RankOutcome>& outcome);
   // A stall fault: sleeps before the agreement, waking when the communicator
   // breaks (abort, or peers' timeout) so the test does not wait it out.
-  void stall_if_planned(std::size_t rank, std::uint64_t seq);
+  void stall(const core::Fault& fault, std::size_t rank, std::uint64_t seq);
 
   const std::vector<DeviceId> devices;
   const std::shared_ptr<DeviceAdapter> adapter;
@@ -70,32 +64,83 @@ struct Communicator::Impl {
   core::Rendezvous rendezvous;
   std::vector<std::atomic<std::uint64_t>> next_seq;  // per rank; ranks agree on order
   std::vector<core::ScratchCache> scratch;           // per rank, its thread only
-  core::Logger logger;
-  std::unique_ptr<core::Tracer> tracer;  // null unless RUCCL_TRACE / Config::trace_file
-  const core::FaultPlan faults;          // RUCCL_FAULT; empty almost always
-  core::FlightRecorder recorder;
-  // Per rank: the staging of its last collective that succeeded (last_staging).
-  // Written by that rank's thread once per collective, after it ran.
-  struct StagingSlot {
-    std::atomic<std::uint64_t> calls{0};  // collectives recorded; 0: none yet
-    std::atomic<std::uint64_t> seq{0};
-    std::atomic<std::size_t> peak{0};
-    std::atomic<std::size_t> budget{0};
-  };
-  std::vector<StagingSlot> staging{devices.size()};
+  core::CallObserver observer;  // tracing, logging, flight recorder, staging stats
+  const std::shared_ptr<const core::FaultPlan> fault_plan;  // RUCCL_FAULT, parsed once
+  const core::FaultPlan& faults;                           // empty almost always
+  const core::Topology topology;
+  const core::AlgorithmTable algorithms;  // from Config: strategy, one_shot_bytes, RUCCL_ALGO
   std::atomic<bool> user_aborted{false};  // abort() was called: kAborted is no failure to dump
   // Per rank: inside a call (its collective is next_seq - 1), for abort()'s notice.
   std::vector<std::atomic<bool>> in_call = std::vector<std::atomic<bool>>(devices.size());
 };
 
-void Communicator::Impl::stall_if_planned(std::size_t rank, std::uint64_t seq) {
-  const core::Fault* fault = faults.find(core::FaultKind::kStall, rank, seq);
-  if (!fault) return;
+namespace {
+
+// The faults RUCCL_FAULT plans for one (rank, seq) that the call itself acts
+// on. Each acts through a decorator or at one named point: an adapter fault
+// wraps the device (FaultyAdapter), a stall sleeps before the agreement, an
+// oom fault throws at the local check ("check"), before running ("run") or at
+// a step ("step", the engine's ExitRun, like exit faults); drop and corrupt
+// faults act in the transport executor.
+struct PlannedFaults {
+  const core::Fault* adapter = nullptr;
+  const core::Fault* stall = nullptr;
+  const core::Fault* oom = nullptr;  // whatever its step
+  bool exit = false;
+  bool oom_at(std::string_view at) const { return oom != nullptr && oom->at == at; }
+  // The engine wraps the executors (exit, or oom at a step).
+  bool in_steps() const { return exit || oom_at("step"); }
+};
+
+PlannedFaults planned(const core::FaultPlan& plan, std::size_t rank, std::uint64_t seq) {
+  PlannedFaults out;
+  if (plan.empty()) return out;
+  out.adapter = plan.find(core::FaultKind::kAdapter, rank, seq);
+  out.stall = plan.find(core::FaultKind::kStall, rank, seq);
+  for (const core::Fault& f : plan.faults())
+    if (f.kind == core::FaultKind::kOom && f.rank == rank && f.seq == seq) out.oom = &f;
+  out.exit = plan.any(core::FaultKind::kExit, rank, seq);
+  return out;
+}
+
+}  // namespace
+
+// One rank's call in progress, from its sequence number to its outcome.
+struct Communicator::Impl::Call {
+  Call(Impl& impl, std::size_t rank_, std::uint64_t seq_, core::Request& request)
+      : rank(rank_),
+        local(rank_ - impl.first),
+        seq(seq_),
+        req(request),
+        watch(impl.observer, local, rank, seq, request.kind),
+        faults(planned(impl.faults, rank, seq)) {}
+  const std::size_t rank;
+  const std::size_t local;
+  const std::uint64_t seq;
+  core::Request& req;
+  core::CallWatch watch;
+  const PlannedFaults faults;
+  Result<core::Geometry> geometry = core::Geometry{};  // the local check's outcome
+  std::size_t bytes = 0;                               // of the input, once checked
+  // The device: every verb through the guard (what the adapter throws is
+  // kDeviceError, kOutOfMemory; what escapes the engine or the executors is
+  // ruccl's own), and through the faulty adapter when one is planned.
+  std::optional<core::FaultyAdapter> faulty;
+  std::optional<core::GuardedAdapter> guarded;
+  DeviceAdapter* device = nullptr;
+  std::shared_ptr<AdapterState> state;      // from prepare
+  std::optional<Result<core::Plan>> agreed;  // across processes: this rank's agreement
+  Result<core::Rendezvous::Generation*> generation =
+      static_cast<core::Rendezvous::Generation*>(nullptr);
+  std::size_t peak_staging = 0;  // of the executors, once they ran
+};
+
+void Communicator::Impl::stall(const core::Fault& fault, std::size_t rank, std::uint64_t seq) {
   const auto length =
-      fault->stall.count() > 0 ? fault->stall : config.timeout() + std::chrono::seconds(2);
-  logger.log(LogLevel::kWarn, rank,
-             "fault injection: stalls " + std::to_string(length.count()) +
-                 " ms before collective #" + std::to_string(seq));
+      fault.stall.count() > 0 ? fault.stall : config.timeout() + std::chrono::seconds(2);
+  observer.logger().log(LogLevel::kWarn, rank,
+                        "fault injection: stalls " + std::to_string(length.count()) +
+                            " ms before collective #" + std::to_string(seq));
   const auto until = core::Clock::now() + length;
   while (!rendezvous.broken()) {
     const auto now = core::Clock::now();
@@ -125,7 +170,7 @@ class Communicator::Impl::Seat {
   Seat& operator=(const Seat&) = delete;
   ~Seat() { depart(); }
   void numbered(std::uint64_t seq) { seq_ = seq; }
-  void recorded() { recorded_ = true; }
+  void watched(core::CallWatch& watch) { watch_ = &watch; }
   void arrived() { arrived_ = true; }
   void depart() noexcept {
     if (arrived_ && !departed_) impl_.rendezvous.depart(local_);
@@ -133,10 +178,7 @@ class Communicator::Impl::Seat {
   }
   void fail(Status& why) noexcept {
     if (!seq_) return;
-    try {  // the recorder's entry ends too (and may dump)
-      if (recorded_) (void)impl_.recorder.end(local_, why, impl_.user_aborted.load());
-    } catch (...) {
-    }
+    if (watch_) watch_->unwound(why, impl_.user_aborted.load());  // the flight entry ends
     if (departed_) return;
     try {
       why = why.with_context("collective #" + std::to_string(*seq_) + " failed on rank " +
@@ -155,7 +197,7 @@ class Communicator::Impl::Seat {
   Impl& impl_;
   const std::size_t local_;
   std::optional<std::uint64_t> seq_;
-  bool recorded_ = false;
+  core::CallWatch* watch_ = nullptr;
   bool arrived_ = false;
   bool departed_ = false;
 };
@@ -172,6 +214,7 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Reque
   }
 }
 
+// A call is: check_and_prepare, agree, execute, record.
 Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t rank,
                                                         core::Request& req,
                                                         const CallOptions& options) {
@@ -194,186 +237,182 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
     std::atomic<bool>& flag;
     ~Leave() { flag.store(false); }
   } leave{in_call[local]};
-  const std::string_view kind = collective_name(req.kind);
-  // (Names and arguments are built only when tracing: this runs per collective.)
-  core::ScopedSpan span(
-      tracer.get(), local, tracer ? std::string(kind) + " #" + std::to_string(seq) : std::string(),
-      "collective",
-      tracer ? "\"seq\":" + std::to_string(seq) + ",\"world\":" + std::to_string(world)
-             : std::string());
-  const auto started = core::Clock::now();
   req.max_chunk_bytes = options.max_chunk_bytes.value_or(config.max_chunk_bytes());
   if (!req.has_input) req.in.device = devices[local];
 
-  // Check what this rank alone can check, and capture its tensor. A failure here
-  // is not returned yet: it travels to the rendezvous so every rank gets it.
-  // (An exception here is this rank's local failure, agreed on like the others.)
-  const core::Fault* oom = nullptr;  // an oom fault for (rank, seq), whatever its step
-  for (const core::Fault& f : faults.faults())
-    if (f.kind == core::FaultKind::kOom && f.rank == rank && f.seq == seq) oom = &f;
-  Result<core::Geometry> geometry =
-      core::catch_to_status(ErrorCode::kInternal, "the local check", [&] {
-        if (oom && oom->at == "check") throw std::bad_alloc();  // fault injection
-        return core::check_local(req, rank, world, devices[local]);
-      });
-  const std::size_t bytes = geometry.is_ok() ? geometry.value().count * dtype_size(req.dtype) : 0;
-  recorder.begin(local, seq, req, bytes);
-  seat.recorded();
-  // An adapter fault for this (rank, seq): this rank's verbs go through a
-  // wrapper that fails the planned one. Every verb goes through the guard:
-  // what the adapter throws is kDeviceError (kOutOfMemory), what escapes the
-  // engine or the executors is ruccl's own.
-  DeviceAdapter* device = adapter.get();
-  std::optional<core::FaultyAdapter> faulty;
-  if (!faults.empty()) {
-    if (const core::Fault* f = faults.find(core::FaultKind::kAdapter, rank, seq))
-      device = &faulty.emplace(*adapter, *f);
-  }
-  core::GuardedAdapter guarded_device(*device);
-  device = &guarded_device;
-  std::shared_ptr<AdapterState> state;
-  if (geometry.is_ok()) {
-    const TensorView& view = req.has_input ? req.in : (req.out ? *req.out : req.in);
-    auto prepared = device->prepare(view, devices[local]);
-    if (prepared.is_ok()) state = std::move(prepared.value());
-    else geometry = prepared.status();
-  }
-  if (!faults.empty()) stall_if_planned(rank, seq);
+  Call c(*this, rank, seq, req);
+  seat.watched(c.watch);
+  check_and_prepare(c);
+  agree(c, seat);
+  Result<core::RankOutcome> outcome = execute(c);
+  // A rank that failed to arrive never joined the generation: nothing to depart.
+  seat.depart();
+  record(c, outcome);
+  return outcome;
+}
 
-  // Across processes, every rank agrees with every other before the local
-  // rendezvous; in-process, the last local rank to arrive does it.
-  std::optional<Result<core::Plan>> agreed;
+// Checks what this rank alone can check, and captures its tensor (prepare). A
+// failure here is not returned yet: it travels to the agreement so every rank
+// gets it. (An exception here is this rank's local failure, agreed on like
+// the others.)
+void Communicator::Impl::check_and_prepare(Call& c) {
+  c.geometry = core::catch_to_status(ErrorCode::kInternal, "the local check", [&] {
+    if (c.faults.oom_at("check")) throw std::bad_alloc();  // fault injection
+    return core::check_local(c.req, c.rank, world, devices[c.local]);
+  });
+  c.bytes = c.geometry.is_ok() ? c.geometry.value().count * dtype_size(c.req.dtype) : 0;
+  c.watch.begun(c.req, c.bytes);
+  DeviceAdapter* device = adapter.get();
+  if (c.faults.adapter) device = &c.faulty.emplace(*adapter, *c.faults.adapter);
+  c.device = &c.guarded.emplace(*device);
+  if (c.geometry.is_ok()) {
+    const core::Request& req = c.req;
+    const TensorView& view = req.has_input ? req.in : (req.out ? *req.out : req.in);
+    auto prepared = c.device->prepare(view, devices[c.local]);
+    if (prepared.is_ok()) c.state = std::move(prepared.value());
+    else c.geometry = prepared.status();
+  }
+  if (c.faults.stall) stall(*c.faults.stall, c.rank, c.seq);
+}
+
+// Across processes, every rank agrees with every other before the local
+// rendezvous; in-process, the last local rank to arrive does it. Either way
+// the rank then arrives at the rendezvous, which checks that every local rank
+// holds the same plan.
+void Communicator::Impl::agree(Call& c, Seat& seat) {
   const auto agree_started = core::Clock::now();
   if (spanning) {
-    core::ScopedSpan agree(tracer.get(), local, tracer ? "agree (fingerprints)" : "", "phase");
+    core::ScopedSpan span = c.watch.phase("agree (fingerprints)");
+    // Whether this rank's input rides with its fingerprint: if every rank's
+    // does, the plan says so, and the all-reduce may run one-shot.
+    bool send_input = false;
+    if (c.geometry.is_ok() && c.req.has_input && c.req.in.data != nullptr) {
+      const core::CallShape offer{c.req.kind, c.bytes, c.req.max_chunk_bytes,
+                                  spanning->fused_capacity(), true};
+      send_input = core::choose_algorithm(offer, topology, algorithms) == core::Algorithm::kOneShot;
+    }
     bool threw = true;
-    agreed = core::catch_to_status(ErrorCode::kInternal, "the agreement", [&] {
-      auto plan = spanning->agree_all(local, seq, req, geometry, config.timeout());
+    c.agreed = core::catch_to_status(ErrorCode::kInternal, "the agreement", [&] {
+      auto plan =
+          spanning->agree_all(c.local, c.seq, c.req, c.geometry, send_input, config.timeout());
       threw = false;
       return plan;
     });
     // Thrown mid-exchange: ranks of other processes may wait on this one.
-    if (threw) spanning->failed(local, seq, agreed->status());
-    if (agreed->is_ok()) recorder.mark(local, core::FlightState::kAgreed);
+    if (threw) spanning->failed(c.local, c.seq, c.agreed->status());
+    if (c.agreed->is_ok()) c.watch.agreed();
   }
   // After a failed agreement the local peers get no fresh deadline: a peer
   // that never came to the agreement (stalled, hung) is not waited for twice.
   // (Ranks that agreed, even on an error, all arrive right after it.)
   auto deadline = core::Clock::now() + config.timeout();
-  if (agreed && !agreed->is_ok())
+  if (c.agreed && !c.agreed->is_ok())
     deadline = std::max(agree_started + config.timeout(),
                         core::Clock::now() + std::chrono::milliseconds(100));
-  auto generation = rendezvous.arrive(local, seq, req, geometry, deadline,
-                                      agreed ? &*agreed : nullptr);
-  if (generation.is_ok()) seat.arrived();
-  Result<core::RankOutcome> outcome =
-      generation.is_ok() ? generation.value()->plan.status() : generation.status();
+  c.generation = rendezvous.arrive(c.local, c.seq, c.req, c.geometry, deadline,
+                                   c.agreed ? &*c.agreed : nullptr);
+  if (c.generation.is_ok()) seat.arrived();
   // This rank agreed, but another local rank did not (or agreed otherwise):
   // its peers in other processes may go on with the plan. Tell them.
-  if (spanning && agreed->is_ok() && generation.is_ok() && !generation.value()->plan.is_ok())
-    spanning->failed(local, seq, generation.value()->plan.status());
-  if (generation.is_ok() && generation.value()->plan.is_ok()) {
-    if (oom && oom->at == "run") throw std::bad_alloc();  // fault injection: the Seat's case
-    recorder.mark(local, core::FlightState::kRunning);
-    core::RankJob job;
-    core::Executors executors;
-    // This rank's own agreement failed where the group's plan holds (another
-    // local rank's agreement completed first): it brings its error along.
-    if (agreed && !agreed->is_ok()) job.failed = agreed->status();
-    const Status prepared =
-        core::catch_to_status(ErrorCode::kInternal, "preparing the executors", [&] {
-          job.rank = local;
-          job.global_rank = rank;
-          job.world = world;
-          if (spanning) {
-            executors = spanning->executors(local, seq, req.kind, generation.value()->work, *device,
-                                            generation.value()->plan.value(), config.timeout());
-            job.run = executors.run.get();
-            job.across = executors.across.get();
-            job.one_shot = executors.one_shot;
-            job.spanning = spanning.get();
-          }
-          job.request = &req;
-          job.geometry = &geometry.value();
-          job.generation = generation.value();
-          job.rendezvous = &rendezvous;
-          job.adapter = device;
-          job.state = std::move(state);
-          job.segment_bytes = config.segment_bytes();
-          job.scratch = &scratch[local];
-          job.timeout = config.timeout();
-          job.tracer = tracer.get();
-          if (!faults.empty() &&
-              (faults.any(core::FaultKind::kExit, rank, seq) || (oom && oom->at == "step")))
-            job.faults = &faults;
-          return Status::ok();
-        });
-    if (!prepared.is_ok() && !job.failed) job.failed = prepared;
-    if (job.failed) {  // the setup barrier carries it (engine.hpp); nothing else is used
-      job.rank = local;
-      job.rendezvous = &rendezvous;
-      job.timeout = config.timeout();
+  if (spanning && c.agreed->is_ok() && c.generation.is_ok() &&
+      !c.generation.value()->plan.is_ok())
+    spanning->failed(c.local, c.seq, c.generation.value()->plan.status());
+}
+
+// Runs the agreed plan with the chosen algorithm's executors (the engine).
+Result<core::RankOutcome> Communicator::Impl::execute(Call& c) {
+  if (!c.generation.is_ok()) {
+    // A rank that failed to arrive (aborted, timed out, the group broken) was
+    // not told by the transport: its peers in other processes may wait on it.
+    if (spanning) spanning->failed(c.local, c.seq, c.generation.status());
+    return c.generation.status();
+  }
+  core::Rendezvous::Generation& generation = *c.generation.value();
+  if (!generation.plan.is_ok()) return generation.plan.status();  // every rank derived it
+  if (c.faults.oom_at("run")) throw std::bad_alloc();  // fault injection: the Seat's case
+  c.watch.running();
+  core::RankJob job;
+  core::Executors executors;
+  // This rank's own agreement failed where the group's plan holds (another
+  // local rank's agreement completed first): it brings its error along.
+  if (c.agreed && !c.agreed->is_ok()) job.failed = c.agreed->status();
+  const Status prepared = core::catch_to_status(ErrorCode::kInternal, "preparing the executors", [&] {
+    job.rank = c.local;
+    job.global_rank = c.rank;
+    job.world = world;
+    const core::Plan& plan = generation.plan.value();
+    const core::CallShape call{c.req.kind, plan.geometry.count * dtype_size(plan.dtype),
+                               c.req.max_chunk_bytes, spanning ? spanning->fused_capacity() : 0,
+                               plan.one_shot};
+    job.algorithm = core::choose_algorithm(call, topology, algorithms);
+    if (spanning) {
+      executors = spanning->executors(c.local, c.seq, job.algorithm, c.req.kind, generation.work,
+                                      *c.device, plan, config.timeout());
+      job.run = executors.run.get();
+      job.across = executors.across.get();
+      job.algorithm = executors.algorithm;
       job.spanning = spanning.get();
     }
-    outcome = core::execute(job);
-    if (outcome.is_ok()) {
-      // The executors' staging (the in-process one stages nothing: no executor).
-      std::size_t peak = executors.run ? executors.run->peak_staging_bytes() : 0;
-      if (executors.across) peak = std::max(peak, executors.across->peak_staging_bytes());
-      StagingSlot& slot = staging[local];
-      slot.seq.store(seq, std::memory_order_relaxed);
-      slot.peak.store(peak, std::memory_order_relaxed);
-      slot.budget.store(req.max_chunk_bytes, std::memory_order_relaxed);
-      slot.calls.fetch_add(1, std::memory_order_release);
-    }
-    // A failure while running (not a plan error, which every rank derived
-    // alike): ranks in other processes may be blocked on this one. Tell them.
-    if (spanning && !outcome.is_ok()) spanning->failed(local, seq, outcome.status());
+    job.request = &c.req;
+    job.geometry = &c.geometry.value();
+    job.generation = &generation;
+    job.rendezvous = &rendezvous;
+    job.adapter = c.device;
+    job.state = std::move(c.state);
+    job.segment_bytes = config.segment_bytes();
+    job.scratch = &scratch[c.local];
+    job.timeout = config.timeout();
+    job.tracer = observer.tracer();
+    if (c.faults.in_steps()) job.faults = &faults;
+    return Status::ok();
+  });
+  if (!prepared.is_ok() && !job.failed) job.failed = prepared;
+  if (job.failed) {  // the setup barrier carries it (engine.hpp); nothing else is used
+    job.rank = c.local;
+    job.rendezvous = &rendezvous;
+    job.timeout = config.timeout();
+    job.spanning = spanning.get();
   }
-  // A rank that failed to arrive (aborted, timed out, the group broken) was
-  // not told by the transport: its peers in other processes may wait on it.
-  if (spanning && !generation.is_ok()) spanning->failed(local, seq, generation.status());
-  // A rank that failed to arrive never joined the generation: nothing to depart.
-  seat.depart();
-  if (auto dumped = recorder.end(local, outcome.status(), user_aborted.load())) {
-    outcome = Status(outcome.status().code(),
-                     outcome.status().message() + "; flight recorder dumped to " + *dumped);
+  Result<core::RankOutcome> outcome = core::execute(job);
+  if (outcome.is_ok()) {
+    // The executors' staging (the in-process one stages nothing: no executor).
+    c.peak_staging = executors.run ? executors.run->peak_staging_bytes() : 0;
+    if (executors.across)
+      c.peak_staging = std::max(c.peak_staging, executors.across->peak_staging_bytes());
   }
-  if (tracer || logger.enabled(LogLevel::kWarn)) {
-    span.add_arg("\"bytes\":" + std::to_string(bytes));
-    if (!outcome.is_ok()) {
-      span.add_arg("\"error\":\"" + std::string(error_code_name(outcome.status().code())) + "\"");
-      logger.log(LogLevel::kWarn, rank,
-                 std::string(kind) + " #" + std::to_string(seq) + " failed: " +
-                     outcome.status().to_string());
-    } else if (logger.enabled(LogLevel::kTrace)) {
-      const double us = std::chrono::duration<double, std::micro>(core::Clock::now() - started).count();
-      logger.log(LogLevel::kTrace, rank,
-                 std::string(kind) + " #" + std::to_string(seq) + " " + std::to_string(bytes) +
-                     " bytes done in " + std::to_string(static_cast<long long>(us)) + " us");
-    }
-  }
+  // A failure while running (not a plan error, which every rank derived
+  // alike): ranks in other processes may be blocked on this one. Tell them.
+  if (spanning && !outcome.is_ok()) spanning->failed(c.local, c.seq, outcome.status());
   return outcome;
+}
+
+// The observer's record of the call (staging, flight recorder, trace, log).
+void Communicator::Impl::record(Call& c, Result<core::RankOutcome>& outcome) {
+  c.watch.finished(outcome, c.peak_staging, c.req.max_chunk_bytes, user_aborted.load());
 }
 
 Result<std::shared_ptr<Communicator>> Communicator::create(std::vector<DeviceId> devices,
                                                            std::shared_ptr<DeviceAdapter> adapter,
                                                            Config config) {
-  return make_communicator(std::move(devices), std::move(adapter), std::move(config), nullptr);
+  // The plan of a valid config (make_communicator validates it first).
+  auto plan = core::FaultPlan::parse(config.fault());
+  auto faults = std::make_shared<const core::FaultPlan>(plan ? std::move(plan).value()
+                                                             : core::FaultPlan{});
+  return make_communicator(std::move(devices), std::move(adapter), std::move(config), nullptr,
+                           std::move(faults));
 }
 
 Result<std::shared_ptr<Communicator>> core::make_spanning_communicator(
     std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
-    std::unique_ptr<Spanning> spanning) {
+    std::unique_ptr<Spanning> spanning, std::shared_ptr<const FaultPlan> faults) {
   if (!spanning) return Status(ErrorCode::kInvalidArgument, "no spanning part");
   return make_communicator(std::move(devices), std::move(adapter), std::move(config),
-                           std::move(spanning));
+                           std::move(spanning), std::move(faults));
 }
 
-Result<std::shared_ptr<Communicator>> make_communicator(std::vector<DeviceId> devices,
-                                                        std::shared_ptr<DeviceAdapter> adapter,
-                                                        Config config,
-                                                        std::unique_ptr<core::Spanning> spanning) {
+Result<std::shared_ptr<Communicator>> make_communicator(
+    std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
+    std::unique_ptr<core::Spanning> spanning, std::shared_ptr<const core::FaultPlan> faults) {
   if (devices.empty())
     return Status(ErrorCode::kInvalidArgument, "a communicator needs at least one device");
   if (!adapter) return Status(ErrorCode::kInvalidArgument, "the device adapter is null");
@@ -390,8 +429,10 @@ Result<std::shared_ptr<Communicator>> make_communicator(std::vector<DeviceId> de
                       "devices must be distinct: ranks " + std::to_string(j) + " and " +
                           std::to_string(i) + " both use " + device_name(devices[i]));
   }
+  if (!faults) faults = std::make_shared<const core::FaultPlan>();
   auto impl = std::make_unique<Communicator::Impl>(std::move(devices), std::move(adapter),
-                                                   std::move(config), std::move(spanning));
+                                                   std::move(config), std::move(spanning),
+                                                   std::move(faults));
   return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
@@ -426,16 +467,14 @@ void Communicator::abort(std::string reason) {
 bool Communicator::aborted() const { return impl_->rendezvous.broken().has_value(); }
 Result<StagingStats> Communicator::last_staging(std::size_t rank) const {
   const std::size_t local = rank - impl_->first;
-  if (rank < impl_->first || local >= impl_->staging.size())
+  if (rank < impl_->first || local >= impl_->devices.size())
     return Status(ErrorCode::kInvalidArgument,
                   "last_staging: rank " + std::to_string(rank) + " is not served by this communicator");
-  const Impl::StagingSlot& slot = impl_->staging[local];
-  if (slot.calls.load(std::memory_order_acquire) == 0)
+  auto stats = impl_->observer.last_staging(local);
+  if (!stats)
     return Status(ErrorCode::kInvalidArgument,
                   "last_staging: rank " + std::to_string(rank) + " has completed no collective yet");
-  return StagingStats{slot.seq.load(std::memory_order_relaxed),
-                      slot.peak.load(std::memory_order_relaxed),
-                      slot.budget.load(std::memory_order_relaxed)};
+  return *stats;
 }
 
 std::uint64_t Communicator::next_sequence(std::size_t rank) const {

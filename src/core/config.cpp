@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/fault.hpp"
+#include "core/selection.hpp"
 
 namespace ruccl {
 namespace {
@@ -81,11 +82,14 @@ Result<Config> Config::from_env(Config base) {
     const std::string s = v;
     if (s == "hierarchical") c.global_ = GlobalStrategy::kHierarchical;
     else if (s == "flat_ring" || s == "flat") c.global_ = GlobalStrategy::kFlatRing;
-    else return bad_env("RUCCL_ALGO", s, "hierarchical or flat_ring");
+    else if (!core::parse_selection(s))
+      return bad_env("RUCCL_ALGO", s,
+                     "hierarchical, flat_ring or a selection string such as "
+                     "all_reduce:0-4k:@one_shot#4k-inf:@flat_ring");
+    else c.with_algorithm(s);
   }
-  if (const char* v = std::getenv("RUCCL_LOCAL_ALGO")) {
+  if (const char* v = std::getenv("RUCCL_LOCAL_ALGO")) {  // deprecated: checked, not read
     if (std::string(v) != "ring") return bad_env("RUCCL_LOCAL_ALGO", v, "ring");
-    c.local_ = LocalStrategy::kRing;
   }
   if (const char* v = std::getenv("RUCCL_INTRA_NODE_TRANSPORT")) {
     const std::string s = v;
@@ -134,6 +138,10 @@ Status Config::validate() const {
     return Status(ErrorCode::kInvalidArgument,
                   "timeout of " + std::to_string(timeout_.count()) +
                       " ms exceeds the maximum of 10^7 s; ruccl never waits without a deadline");
+  if (!algorithm_.empty()) {
+    auto rules = core::parse_selection(algorithm_);
+    if (!rules.is_ok()) return rules.status().with_context("RUCCL_ALGO / Config::algorithm");
+  }
   if (!fault_.empty()) {
     auto plan = core::FaultPlan::parse(fault_);
     if (!plan.is_ok()) return plan.status().with_context("RUCCL_FAULT / Config::fault");
@@ -152,7 +160,6 @@ std::string Config::difference(const Config& other) const {
   field("max_chunk_bytes", max_chunk_bytes_, other.max_chunk_bytes_);
   field("segment_bytes", segment_bytes_, other.segment_bytes_);
   field("timeout_ms", timeout_.count(), other.timeout_.count());
-  field("local_strategy", static_cast<int>(local_), static_cast<int>(other.local_));
   field("global_strategy", static_cast<int>(global_), static_cast<int>(other.global_));
   field("log_level", static_cast<int>(log_level_), static_cast<int>(other.log_level_));
   if (log_file_ != other.log_file_) out += std::string(out.empty() ? "" : ", ") + "log_file differs";
@@ -160,6 +167,8 @@ std::string Config::difference(const Config& other) const {
     out += std::string(out.empty() ? "" : ", ") + "trace_file differs";
   field("intra_node_shared_memory", static_cast<int>(intra_node_shm_),
         static_cast<int>(other.intra_node_shm_));
+  if (algorithm_ != other.algorithm_)
+    out += std::string(out.empty() ? "" : ", ") + "algorithm differs";
   if (fault_ != other.fault_) out += std::string(out.empty() ? "" : ", ") + "fault differs";
   field("flight_recorder", flight_recorder_, other.flight_recorder_);
   field("flight_recorder_signal", static_cast<int>(flight_recorder_signal_),
@@ -167,6 +176,13 @@ std::string Config::difference(const Config& other) const {
   field("checksum", static_cast<int>(checksum_), static_cast<int>(other.checksum_));
   field("one_shot_bytes", one_shot_bytes_, other.one_shot_bytes_);
   return out;
+}
+
+Config& Config::with_algorithm(std::string selection) {
+  if (auto strategy = core::strategy_of(selection); strategy && strategy.value())
+    global_ = *strategy.value();
+  algorithm_ = std::move(selection);
+  return *this;
 }
 
 std::string_view log_level_name(LogLevel level) noexcept {

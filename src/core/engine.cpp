@@ -1,14 +1,5 @@
-// Buffer layout per collective kind (element offsets; es = element size):
-//   all_reduce      work = output; the ring combines inputs as it goes.
-//   reduce          root: work = output; chain head: its input only; others:
-//                   work = scratch for the partial sums.
-//   broadcast       root sends from its input; the others receive into output.
-//   all_gather      work = output [world * count]; input copied to rank's chunk.
-//   reduce_scatter  work = scratch (the input itself if in-place); the rank's
-//                   balanced shard is copied out at the end.
-// Reducing kinds never copy the input in first (Combine::kReduceInput), except
-// with a world of one, where no step runs.
-//   all_to_all_v    send = input, recv = output (rows in source order).
+// Each collective's buffer layout (which buffers the algorithm reads and
+// writes, what the rank gets back) is in its file of src/collectives.
 // Every rank passes through the same barriers: setup, each algorithm step (the
 // in-process executor), and completion, so a failure in any of them reaches
 // every local rank. A rank whose algorithm fails still goes to the completion
@@ -30,6 +21,8 @@
 
 #include "core/fault.hpp"
 #include "core/spanning.hpp"
+#include "collectives/collective.hpp"
+#include "collectives/execution.hpp"
 #include "ring/algorithms.hpp"
 #include "ring/schedule.hpp"
 
@@ -171,268 +164,155 @@ class Decorated {
   std::optional<PhasedRun> phased_;
 };
 
-Shape with_rows(const Shape& shape, std::size_t rows) {
-  Shape out = shape.size() <= 1 ? Shape{rows} : shape;
-  out[0] = rows;
-  return out;
-}
-
-// One rank's side of one collective.
+// One rank's side of one collective: the barriers around its collective's
+// hooks (collectives/collective.hpp).
 class RankExecution {
  public:
-  explicit RankExecution(const RankJob& job)
-      : job_(job),
-        req_(*job.request),
-        geo_(*job.geometry),
-        plan_(job.generation->plan.value()),
-        work_(job.generation->work),
-        me_(work_.ranks[job.rank]),
-        es_(dtype_size(work_.dtype)),
-        world_(job.world),
-        rank_(job.global_rank),
-        local_(job.rank) {}
+  explicit RankExecution(const RankJob& job) : job_(job), x_(job), kind_(rules(job.request->kind)) {}
 
   Result<RankOutcome> run() {
-    Status setup_status =
-        catch_to_status(ErrorCode::kInternal, "collective setup", [&] { return setup(); });
-    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(setup_status), barrier_deadline(job_)));
+    Status setup_status = catch_to_status(ErrorCode::kInternal, "collective setup", [&] { return setup(); });
+    RUCCL_TRY(job_.rendezvous->barrier(x_.local, std::move(setup_status), barrier_deadline(job_)));
     Status done = catch_to_status(ErrorCode::kInternal, "the algorithm", [&] {
-      InProcRun in_process(job_, rank_, world_);
+      InProcRun in_process(job_, x_.rank, x_.world);
       Decorated run(job_.run != nullptr ? *job_.run : in_process, job_, steps_, job_.tracer,
                     job_.tracer ? trace_args() : std::string());
       return algorithm(*run);
     });
     if (!done.is_ok() && job_.spanning != nullptr) {  // remote and local peers may wait on us
       (void)catch_to_status(ErrorCode::kInternal, "the failure notice", [&] {
-        job_.spanning->failed(local_, job_.generation->seq, done);
+        job_.spanning->failed(x_.local, job_.generation->seq, done);
         return Status::ok();
       });
     }
-    if (done.is_ok())
-      done = catch_to_status(ErrorCode::kInternal, "collective completion",
-                             [&] { return complete(); });
-    RUCCL_TRY(job_.rendezvous->barrier(local_, std::move(done), barrier_deadline(job_)));
-    return std::move(outcome_);
+    if (done.is_ok()) done = catch_to_status(ErrorCode::kInternal, "collective completion", [&] { return complete(); });
+    RUCCL_TRY(job_.rendezvous->barrier(x_.local, std::move(done), barrier_deadline(job_)));
+    return std::move(x_.outcome);
   }
 
  private:
-  std::byte* at(void* base, std::size_t elements) const {
-    return static_cast<std::byte*>(base) + elements * es_;
-  }
-  // The caller's output, or `count` freshly allocated elements of the value form.
-  Result<void*> output(std::size_t count) {
-    if (req_.out) return req_.out->data;
-    auto mem = job_.adapter->allocate(me_.device, count * es_);
-    RUCCL_TRY(mem);
-    allocated_ = std::move(mem.value());
-    return allocated_.get();
-  }
-  Result<void*> scratch(std::size_t count) {
-    ScratchCache& cache = *job_.scratch;
-    if (cache.bytes < count * es_ || !cache.memory) {
-      cache.memory.reset();  // free first: peak memory stays one scratch buffer
-      auto mem = job_.adapter->allocate(me_.device, count * es_);
-      RUCCL_TRY(mem);
-      cache.memory = std::move(mem.value());
-      cache.bytes = count * es_;
-    }
-    scratch_ = cache.memory;
-    return scratch_.get();
-  }
-  Status copy(void* dst, const void* src, std::size_t count) {
-    if (dst == src || count == 0) return Status::ok();
-    return completed(*job_.adapter, me_.queue(),
-                     job_.adapter->copy(me_.queue(), dst, src, count * es_));
-  }
-  std::vector<Range> segments() const {
-    std::size_t bytes = std::min(job_.segment_bytes, req_.max_chunk_bytes);
-    return ring::segment_ranges(plan_.geometry.count, std::max<std::size_t>(1, bytes / es_));
-  }
-  Range shard() const { return ring::balanced_range(geo_.rows, world_, rank_, geo_.unit); }
-
   Status setup() {
-    me_.device = req_.in.device;
-    me_.stream = req_.in.stream;
-    me_.state = job_.state;
-    if (!req_.has_input && req_.out) {
-      me_.device = req_.out->device;
-      me_.stream = req_.out->stream;
+    const Request& req = x_.req;
+    RankBuffers& me = x_.me;
+    me.device = req.in.device;
+    me.stream = req.in.stream;
+    me.state = job_.state;
+    if (!req.has_input && req.out) {
+      me.device = req.out->device;
+      me.stream = req.out->stream;
     }
-    const std::size_t n = geo_.count;
-    if (req_.has_input) {
-      me_.input = req_.in.data;
-      me_.input_count = n;
+    if (req.has_input) {
+      me.input = req.in.data;
+      me.input_count = x_.geo.count;
     }
-    RUCCL_TRY(job_.adapter->begin(me_.queue(), me_.state.get()));
-    switch (req_.kind) {
-      case CollectiveKind::kAllReduce: {
-        auto work = output(n);
-        RUCCL_TRY(work);
-        if (world_ == 1) RUCCL_TRY(copy(work.value(), req_.in.data, n));
-        return use(work.value(), n);
-      }
-      case CollectiveKind::kReduce: {
-        if (rank_ == plan_.root) {
-          auto work = output(n);
-          RUCCL_TRY(work);
-          if (world_ == 1) RUCCL_TRY(copy(work.value(), req_.in.data, n));
-          return use(work.value(), n);
-        }
-        if (ring::reduce_position(rank_, plan_.root, world_) == 0) return Status::ok();  // head
-        auto work = scratch(n);
-        RUCCL_TRY(work);
-        return use(work.value(), n);
-      }
-      case CollectiveKind::kBroadcast: {
-        if (rank_ == plan_.root) {
-          me_.send = req_.in.data;
-          me_.send_count = n;
-          return Status::ok();  // the root's own copy is made at completion
-        }
-        auto work = output(plan_.geometry.count);
-        RUCCL_TRY(work);
-        return use(work.value(), plan_.geometry.count);
-      }
-      case CollectiveKind::kAllGather: {
-        auto work = output(n * world_);
-        RUCCL_TRY(work);
-        RUCCL_TRY(copy(at(work.value(), rank_ * n), req_.in.data, n));
-        return use(work.value(), n * world_);
-      }
-      case CollectiveKind::kReduceScatter: {
-        const bool in_place = req_.out && req_.out->data == at(req_.in.data, shard().offset);
-        auto work = in_place ? Result<void*>(req_.in.data) : scratch(n);
-        RUCCL_TRY(work);
-        if (world_ == 1) RUCCL_TRY(copy(work.value(), req_.in.data, n));
-        return use(work.value(), n);
-      }
-      case CollectiveKind::kAllToAllV: {
-        std::size_t rows = 0;
-        for (std::size_t s = 0; s < world_; ++s) {
-          rows += plan_.a2a_rows[s][rank_];
-          outcome_.recv_counts.push_back(plan_.a2a_rows[s][rank_]);
-        }
-        auto recv = output(rows * geo_.unit);
-        RUCCL_TRY(recv);
-        me_.send = req_.in.data;
-        me_.send_count = n;
-        me_.recv = recv.value();
-        me_.recv_count = req_.out ? req_.out->count() : rows * geo_.unit;
-        out_rows_ = rows;
-        return Status::ok();
-      }
-    }
-    return Status(ErrorCode::kInternal, "unknown collective kind");
-  }
-
-  Status use(void* work, std::size_t count) {
-    me_.send = work;
-    me_.recv = work;
-    me_.send_count = me_.recv_count = count;
-    return Status::ok();
+    RUCCL_TRY(job_.adapter->begin(x_.me.queue(), x_.me.state.get()));
+    return kind_.setup(x_);
   }
 
   Status algorithm(ring::RankRun& run) {
-    switch (req_.kind) {
-      case CollectiveKind::kAllReduce:
-        if (job_.one_shot) return ring::one_shot_all_reduce(run, geo_.count);
-        if (job_.across != nullptr) {
-          InProcRun in_process(job_, local_, work_.world);
-          Decorated local(in_process, job_, steps_, job_.tracer,
-                          job_.tracer ? trace_args() : std::string());
-          Decorated across(*job_.across, job_, steps_, nullptr, std::string());
-          return ring::hierarchical_all_reduce(*local, *across, geo_.count, 1);
-        }
-        return ring::ring_all_reduce(run, geo_.count, 1);
-      case CollectiveKind::kReduce: return ring::chain_reduce(run, segments(), plan_.root);
-      case CollectiveKind::kBroadcast: return ring::chain_broadcast(run, segments(), plan_.root);
-      case CollectiveKind::kAllGather: {
-        std::vector<Range> chunks;
-        for (std::size_t r = 0; r < world_; ++r) chunks.push_back(Range{r * geo_.count, geo_.count});
-        return ring::ring_all_gather(run, chunks);
-      }
-      case CollectiveKind::kReduceScatter:
-        return ring::ring_reduce_scatter(run, ring::balanced_ranges(geo_.rows, world_, geo_.unit));
-      case CollectiveKind::kAllToAllV:
-        return ring::pairwise_all_to_all_v(run, plan_.a2a_rows, geo_.unit);
+    if (job_.algorithm == Algorithm::kHierarchical && job_.across != nullptr) {  // local: in-process
+      InProcRun in_process(job_, x_.local, x_.work.world);
+      Decorated local(in_process, job_, steps_, job_.tracer,
+                      job_.tracer ? trace_args() : std::string());
+      Decorated across(*job_.across, job_, steps_, nullptr, std::string());
+      return kind_.run(x_, Levels{run, &*local, &*across, false});
     }
-    return Status(ErrorCode::kInternal, "unknown collective kind");
+    return kind_.run(x_, Levels{run, nullptr, nullptr, job_.algorithm == Algorithm::kOneShot});
   }
 
   std::string trace_args() const {
-    return "\"bytes\":" + std::to_string(geo_.count * es_) + ",\"rank\":" + std::to_string(rank_);
-  }
-
-  Status scale_if_mean(void* data, std::size_t count) {
-    if (req_.op != ReduceOp::kMean || count == 0) return Status::ok();
-    return completed(*job_.adapter, me_.queue(),
-                     job_.adapter->divide(me_.queue(), data, count, work_.dtype, world_));
+    return "\"bytes\":" + std::to_string(x_.geo.count * x_.es) +
+           ",\"rank\":" + std::to_string(x_.rank);
   }
 
   Status complete() {
-    Shape shape = req_.in.shape;
-    switch (req_.kind) {
-      case CollectiveKind::kAllReduce:
-        RUCCL_TRY(scale_if_mean(me_.recv, geo_.count));
-        break;
-      case CollectiveKind::kReduce:
-        if (rank_ != plan_.root) return job_.adapter->finish(me_.queue());
-        RUCCL_TRY(scale_if_mean(me_.recv, geo_.count));
-        break;
-      case CollectiveKind::kBroadcast:
-        shape = plan_.shape;
-        if (rank_ == plan_.root) {
-          auto out = output(geo_.count);
-          RUCCL_TRY(out);
-          RUCCL_TRY(copy(out.value(), req_.in.data, geo_.count));
-        }
-        break;
-      case CollectiveKind::kAllGather:
-        shape = with_rows(req_.in.shape, geo_.rows * world_);
-        break;
-      case CollectiveKind::kReduceScatter: {
-        const Range mine = shard();
-        RUCCL_TRY(scale_if_mean(at(me_.recv, mine.offset), mine.count));
-        auto out = output(mine.count);
-        RUCCL_TRY(out);
-        RUCCL_TRY(copy(out.value(), at(me_.recv, mine.offset), mine.count));
-        shape = with_rows(req_.in.shape, ring::balanced_range(geo_.rows, world_, rank_).count);
-        break;
-      }
-      case CollectiveKind::kAllToAllV:
-        shape = with_rows(req_.in.shape, out_rows_);
-        break;
-    }
-    RUCCL_TRY(job_.adapter->finish(me_.queue()));
-    if (!req_.out) {
-      if (!allocated_) {  // an empty result still gets a (zero-element) tensor
-        auto mem = job_.adapter->allocate(me_.device, 0);
+    std::optional<Shape> shape = x_.req.in.shape;
+    RUCCL_TRY(kind_.complete(x_, shape));
+    RUCCL_TRY(job_.adapter->finish(x_.me.queue()));
+    if (!x_.req.out && shape) {
+      std::shared_ptr<void>& allocated = x_.allocated();
+      if (!allocated) {  // an empty result still gets a (zero-element) tensor
+        auto mem = job_.adapter->allocate(x_.me.device, 0);
         RUCCL_TRY(mem);
-        allocated_ = std::move(mem.value());
+        allocated = std::move(mem.value());
       }
-      outcome_.tensor.emplace(std::move(allocated_), work_.dtype, std::move(shape), me_.device);
+      x_.outcome.tensor.emplace(std::move(allocated), x_.work.dtype, std::move(*shape),
+                                x_.me.device);
     }
     return Status::ok();
   }
 
   const RankJob& job_;
-  const Request& req_;
-  const Geometry& geo_;
-  const Plan& plan_;
-  Work& work_;
-  RankBuffers& me_;
-  const std::size_t es_;
-  const std::size_t world_;  // the algorithm's world and rank (global)
-  const std::size_t rank_;
-  const std::size_t local_;  // this rank's index in the local Work and rendezvous
-  std::shared_ptr<void> allocated_;  // the value form's output
-  std::shared_ptr<void> scratch_;    // kept until every peer is done reading it
-  std::size_t out_rows_ = 0;
+  Execution x_;
+  const CollectiveRules& kind_;
   std::uint32_t steps_ = 0;  // steps started, over every level (exit faults count them)
-  RankOutcome outcome_;
 };
 
 }  // namespace
+
+Shape with_rows(const Shape& shape, std::size_t rows) {
+  Shape out = shape.size() <= 1 ? Shape{rows} : shape;
+  out[0] = rows;
+  return out;
+}
+
+Execution::Execution(const RankJob& j)
+    : job(j),
+      req(*j.request),
+      geo(*j.geometry),
+      plan(j.generation->plan.value()),
+      work(j.generation->work),
+      me(work.ranks[j.rank]),
+      es(dtype_size(work.dtype)),
+      world(j.world),
+      rank(j.global_rank),
+      local(j.rank) {}
+
+Result<void*> Execution::output(std::size_t count) {
+  if (req.out) return req.out->data;
+  auto mem = job.adapter->allocate(me.device, count * es);
+  RUCCL_TRY(mem);
+  allocated_ = std::move(mem.value());
+  return allocated_.get();
+}
+
+Result<void*> Execution::scratch(std::size_t count) {
+  ScratchCache& cache = *job.scratch;
+  if (cache.bytes < count * es || !cache.memory) {
+    cache.memory.reset();  // free first: peak memory stays one scratch buffer
+    auto mem = job.adapter->allocate(me.device, count * es);
+    RUCCL_TRY(mem);
+    cache.memory = std::move(mem.value());
+    cache.bytes = count * es;
+  }
+  scratch_ = cache.memory;
+  return scratch_.get();
+}
+
+Status Execution::copy(void* dst, const void* src, std::size_t count) {
+  if (dst == src || count == 0) return Status::ok();
+  return completed(*job.adapter, me.queue(), job.adapter->copy(me.queue(), dst, src, count * es));
+}
+
+Status Execution::use(void* buffer, std::size_t count) {
+  me.send = buffer;
+  me.recv = buffer;
+  me.send_count = me.recv_count = count;
+  return Status::ok();
+}
+
+Status Execution::scale_if_mean(void* data, std::size_t count) {
+  if (req.op != ReduceOp::kMean || count == 0) return Status::ok();
+  return completed(*job.adapter, me.queue(),
+                   job.adapter->divide(me.queue(), data, count, work.dtype, world));
+}
+
+std::vector<Range> Execution::segments() const {
+  std::size_t bytes = std::min(job.segment_bytes, req.max_chunk_bytes);
+  return ring::segment_ranges(plan.geometry.count, std::max<std::size_t>(1, bytes / es));
+}
+
+Range Execution::shard() const { return ring::balanced_range(geo.rows, world, rank, geo.unit); }
 
 Result<RankOutcome> execute(const RankJob& job) {
   if (job.failed) {  // to the setup barrier with the error, where the others are

@@ -1,7 +1,8 @@
 // The engine: one rank's execution of one agreed collective on the in-process
-// communicator. It lays out the rank's buffers for the collective kind, runs
-// the algorithm from src/ring over the device adapter, and produces the rank's
-// output. No exception leaves it: every device call goes through a
+// communicator. It runs the barriers of the collective around its kind's
+// hooks (src/collectives: the buffer layout, the src/ring algorithm, the
+// rank's output) over the executors of the chosen algorithm
+// (core/selection.hpp). No exception leaves it: every device call goes through a
 // GuardedAdapter (an adapter's exception becomes kDeviceError, its bad_alloc
 // kOutOfMemory), and each phase of ruccl's own code is contained (an exception
 // becomes kInternal, a bad_alloc kOutOfMemory) and reaches the phase's barrier
@@ -16,6 +17,7 @@
 #include "core/log.hpp"
 #include "core/rendezvous.hpp"
 #include "core/work.hpp"
+#include "core/selection.hpp"
 #include "ring/rank_run.hpp"
 
 namespace ruccl::core {
@@ -48,10 +50,10 @@ struct RankJob {
   // the all-reduce is hierarchical: its local levels run in-process over the
   // local group (rank = local seat), its middle level over `across`.
   ring::RankRun* across = nullptr;
-  // All-reduce only: `run` delivers every rank's input as it was when the
-  // collective began (the world's fused small-tensor path), and the one-shot
-  // algorithm runs over it (ring/one_shot_all_reduce.cpp).
-  bool one_shot = false;
+  // choose_algorithm's choice (core/selection.hpp). kOneShot: `run` delivers
+  // every rank's input as it was when the collective began (the world's fused
+  // small-tensor path), and the one-shot algorithm runs over it.
+  Algorithm algorithm = Algorithm::kInProcess;
   const Request* request = nullptr;
   const Geometry* geometry = nullptr;
   Rendezvous::Generation* generation = nullptr;

@@ -13,7 +13,7 @@
 //            (without a step: the collective's first step);
 //   adapter  core (communicator.cpp): a device verb fails (FaultyAdapter);
 //   drop / corrupt  the transport: a message is lost / has its bytes flipped;
-//   create   world creation (src/multinode/world.cpp): the process _exit()s or
+//   create   world creation (src/multinode/world_creation.cpp): the process _exit()s or
 //            throws when creation reaches the named stage (fire_create_fault).
 //   oom      core: ruccl's own code throws std::bad_alloc at a chosen point
 //            (at=check: in the rank's local check, before the agreement;
@@ -37,7 +37,7 @@ namespace ruccl::core {
 
 enum class FaultKind : std::uint8_t { kStall, kExit, kDrop, kCorrupt, kAdapter, kCreate, kOom };
 
-// The stages of world creation, in order (world.cpp):
+// The stages of world creation, in order (world_creation.cpp):
 //   start       entering creation, before the first agreement (devices, config, token)
 //   transports  after that agreement, while opening the UCX transports
 //   address     transports open, before the address exchange

@@ -1,41 +1,16 @@
+// The agreement common to every collective; each kind's own comparisons
+// are in src/collectives (CollectiveRules::agree_first, agree_fields,
+// same_shape, agree_last).
 #include "core/fingerprint.hpp"
 
 #include <algorithm>
 #include <optional>
 #include <string>
 
+#include "collectives/collective.hpp"
 #include "ring/schedule.hpp"
 
 namespace ruccl::core {
-namespace {
-
-std::string join_ranks(const std::vector<std::size_t>& ranks) {
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
-  return out;
-}
-
-// The first rank whose `field` differs from rank `ref`'s, as an error naming both.
-// Ranks for which `takes_part` is false are not compared.
-template <typename Get, typename Show, typename Part>
-Status first_difference(std::span<const Request* const> reqs, std::size_t ref, ErrorCode code,
-                        const char* what, const std::string& prefix, Get get, Show show,
-                        Part takes_part) {
-  for (std::size_t r = 0; r < reqs.size(); ++r) {
-    if (r == ref || !takes_part(*reqs[r])) continue;
-    if (!(get(*reqs[r]) == get(*reqs[ref]))) {
-      return Status(code, prefix + ": rank " + std::to_string(r) + " passed " + what + " " +
-                              show(*reqs[r]) + ", rank " + std::to_string(ref) + " passed " +
-                              show(*reqs[ref]));
-    }
-  }
-  return Status::ok();
-}
-
-const auto kEveryRank = [](const Request&) { return true; };
-
-}  // namespace
-
 std::string describe(std::uint64_t seq, CollectiveKind kind) {
   return "collective #" + std::to_string(seq) + " (" + std::string(collective_name(kind)) + ")";
 }
@@ -71,50 +46,20 @@ Result<Plan> agree(std::span<const Request* const> reqs,
   }
   // 3. The fingerprint. A broadcast is compared against its one sender, and its
   //    value-form receivers (no tensor at all) take the sender's dtype.
+  const CollectiveRules& kind = rules(r0.kind);
   Plan plan;
-  auto unusable = [&](std::size_t r, const std::string& why) {
-    return Status(ErrorCode::kProtocolError,
-                  what + ": the fingerprint of rank " + std::to_string(r) + " " + why);
-  };
-  if (r0.kind == CollectiveKind::kReduce) {
-    // Every root is compared with rank 0's below; rank 0's must index the world.
-    if (r0.root >= world)
-      return unusable(0, "names root " + std::to_string(r0.root) + " outside a world of " +
-                             std::to_string(world));
-    plan.root = r0.root;
-  }
-  if (r0.kind == CollectiveKind::kAllToAllV) {
-    for (std::size_t r = 0; r < world; ++r)
-      if (reqs[r]->send_counts.size() != world)
-        return unusable(r, "holds " + std::to_string(reqs[r]->send_counts.size()) +
-                               " send counts for a world of " + std::to_string(world));
-  }
-  if (r0.kind == CollectiveKind::kBroadcast) {
-    std::vector<std::size_t> senders;
-    for (std::size_t r = 0; r < world; ++r)
-      if (reqs[r]->has_input) senders.push_back(r);
-    if (senders.size() != 1)
-      return Status(ErrorCode::kBroadcastSenderCount,
-                    what + " has " + std::to_string(senders.size()) + " senders" +
-                        (senders.empty() ? "" : " (ranks " + join_ranks(senders) + ")") +
-                        "; exactly one rank must pass a tensor");
-    plan.root = senders[0];
-  }
-  const std::size_t ref = r0.kind == CollectiveKind::kBroadcast ? plan.root : 0;
+  if (kind.agree_first) RUCCL_TRY(kind.agree_first(reqs, what, plan));
+  const std::size_t ref = kind.compare_to_root ? plan.root : 0;
   RUCCL_TRY(first_difference(
       reqs, ref, ErrorCode::kDtypeMismatch, "dtype", what, [](const Request& q) { return q.dtype; },
       [](const Request& q) { return std::string(dtype_name(q.dtype)); },
       [](const Request& q) { return q.has_input || q.out.has_value(); }));
-  if (is_reducing(r0.kind))
+  if (kind.reducing)
     RUCCL_TRY(first_difference(reqs, 0, ErrorCode::kOpMismatch, "op", what,
                                [](const Request& q) { return q.op; },
                                [](const Request& q) { return std::string(op_name(q.op)); },
                                kEveryRank));
-  if (r0.kind == CollectiveKind::kReduce)
-    RUCCL_TRY(first_difference(reqs, 0, ErrorCode::kRootMismatch, "root", what,
-                               [](const Request& q) { return q.root; },
-                               [](const Request& q) { return std::to_string(q.root); },
-                               kEveryRank));
+  if (kind.agree_fields) RUCCL_TRY(kind.agree_fields(reqs, what));
   RUCCL_TRY(first_difference(reqs, 0, ErrorCode::kInvalidArgument, "max_chunk_bytes", what,
                              [](const Request& q) { return q.max_chunk_bytes; },
                              [](const Request& q) { return std::to_string(q.max_chunk_bytes); },
@@ -126,22 +71,17 @@ Result<Plan> agree(std::span<const Request* const> reqs,
   plan.shape = lead.shape;
   // Receivers of the value form allocate the sender's count.
   if (!checked_mul(plan.geometry.count, dtype_size(plan.dtype)))
-    return unusable(plan.root, "claims " + std::to_string(plan.geometry.count) +
-                                   " elements, whose byte size overflows size_t");
+    return Status(ErrorCode::kProtocolError,
+                  what + ": the fingerprint of rank " + std::to_string(plan.root) + " claims " +
+                      std::to_string(plan.geometry.count) +
+                      " elements, whose byte size overflows size_t");
 
-  // 4. Shapes. Broadcast receivers with their own output must match the sender's
-  //    count; all_to_all_v needs equal rows; the others need equal shapes.
+  // 4. Shapes: equal, unless the kind says otherwise (a broadcast receiver's
+  //    own output must hold the sender's count; all_to_all_v needs equal rows).
   for (std::size_t r = 0; r < world; ++r) {
     const Request& q = *reqs[r];
     const Geometry& g = locals[r]->value();
-    bool same = true;
-    if (r0.kind == CollectiveKind::kBroadcast) {
-      same = !q.out || g.count == plan.geometry.count;
-    } else if (r0.kind == CollectiveKind::kAllToAllV) {
-      same = g.unit == plan.geometry.unit;
-    } else {
-      same = q.shape == lead.shape;
-    }
+    const bool same = kind.same_shape ? kind.same_shape(q, g, lead, plan) : q.shape == lead.shape;
     if (!same)
       return Status(ErrorCode::kShapeMismatch,
                     what + ": rank " + std::to_string(r) + " passed shape " +
@@ -151,25 +91,8 @@ Result<Plan> agree(std::span<const Request* const> reqs,
                         " elements)");
   }
 
-  // 5. all_to_all_v: the rows matrix, and receivers' capacity.
-  if (r0.kind == CollectiveKind::kAllToAllV) {
-    for (std::size_t r = 0; r < world; ++r) plan.a2a_rows.push_back(reqs[r]->send_counts);
-    for (std::size_t d = 0; d < world; ++d) {
-      std::optional<std::size_t> rows = 0;
-      for (std::size_t s = 0; s < world && rows; ++s) rows = checked_add(*rows, plan.a2a_rows[s][d]);
-      const auto elements = rows ? checked_mul(*rows, plan.geometry.unit) : std::nullopt;
-      if (!elements || !checked_mul(*elements, dtype_size(plan.dtype)))
-        return Status(ErrorCode::kInvalidArgument,
-                      what + ": the rows rank " + std::to_string(d) + " receives overflow size_t");
-      const auto& out = reqs[d]->out;
-      if (out && out->count() < *elements)
-        return Status(ErrorCode::kShapeMismatch,
-                      what + ": rank " + std::to_string(d) + " receives " + std::to_string(*rows) +
-                          " rows of " + std::to_string(plan.geometry.unit) +
-                          " element(s) but its output holds " + std::to_string(out->count()) +
-                          " elements");
-    }
-  }
+  // 5. What the plan holds for this kind alone (all_to_all_v's rows matrix).
+  if (kind.agree_last) RUCCL_TRY(kind.agree_last(reqs, what, plan));
 
   // 6. The budget: one message must carry one element/row, unless nothing moves.
   bool any_data = false;

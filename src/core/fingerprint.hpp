@@ -18,9 +18,10 @@ struct Plan {
   Shape shape;                 // common input shape (the root's for broadcast)
   std::vector<std::vector<std::size_t>> a2a_rows;  // [src][dst] rows, all_to_all_v
   std::size_t message_elements = 1;  // per message, from the byte budget
-  // Set by a communicator spanning processes: the all-reduce runs one-shot over
-  // the inputs delivered with the fingerprints (multinode/world.cpp). Part of
-  // the plan so that the rendezvous checks every local rank decided alike.
+  // Set by a communicator spanning processes: every rank's input was delivered
+  // with its fingerprint, so the all-reduce may run one-shot over them
+  // (choose_algorithm; multinode/world_agreement.cpp). Part of the plan so that
+  // the rendezvous checks every local rank decided alike.
   bool one_shot = false;
 };
 

@@ -41,6 +41,10 @@ std::size_t row_unit(const Shape& shape);
 // kInvalidArgument / kBudgetTooSmall for what this rank alone can tell is wrong.
 Result<Geometry> check_local(const Request& req, std::size_t rank, std::size_t world,
                              DeviceId device);
+// Count of a view checked against the collective's dtype and the rank's device
+// (overflow, null data, device, dtype), or the error naming `name`.
+Result<std::size_t> check_view(const TensorView& v, DataType dtype, const char* name,
+                               std::size_t rank, DeviceId device);
 // Elements of the output a rank gets (its expected `out` count, if it gets one).
 std::size_t expected_output_count(const Request& req, const Geometry& g, std::size_t rank,
                                   std::size_t world);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/fingerprint.hpp"
+#include "core/selection.hpp"
 #include "ring/rank_run.hpp"
 
 namespace ruccl::core {
@@ -27,9 +28,9 @@ struct Executors {
   // Set for a hierarchical all-reduce: the ring across processes of this
   // rank's local index (engine.hpp, RankJob::across).
   std::unique_ptr<ring::RankRun> across;
-  // All-reduce only: `run` delivers the inputs as they were at the start
-  // (RankJob::one_shot): the engine runs the one-shot algorithm over it.
-  bool one_shot = false;
+  // The algorithm these executors serve (the one asked for, or kFlatRing
+  // where a one-shot's inputs were not delivered to this rank).
+  Algorithm algorithm = Algorithm::kInProcess;
 };
 
 class Spanning {
@@ -43,24 +44,34 @@ class Spanning {
   virtual void abort(const std::vector<std::pair<std::uint64_t, Status>>& notices) = 0;
   virtual std::size_t first_rank() const = 0;  // global rank of this process's local index 0
   virtual std::size_t world() const = 0;       // ranks in all processes
+  // Bytes of input one agreement message carries beside the fingerprint
+  // (CallShape::fused_capacity).
+  virtual std::size_t fused_capacity() const = 0;
   // Exchanges local rank `local`'s request with every rank and runs agree()
   // over all of them. Blocking; every rank calls it for every collective.
+  // `send_input`: this rank's input rides along (choose_algorithm picked
+  // kOneShot if every rank does); Plan::one_shot says whether every rank's did.
   virtual Result<Plan> agree_all(std::size_t local, std::uint64_t seq, const Request& request,
-                                 const Result<Geometry>& geometry,
+                                 const Result<Geometry>& geometry, bool send_input,
                                  std::chrono::milliseconds timeout) = 0;
   // Collective `seq` failed on `local` after the plan was agreed (an adapter
   // error, a local timeout, a failed step): ranks in other processes may wait
   // on it, so they are sent a failure notice. Never blocks long.
   virtual void failed(std::size_t local, std::uint64_t seq, const Status& error) = 0;
-  // How `local` runs collective `seq` over `work`: see Executors.
-  virtual Executors executors(std::size_t local, std::uint64_t seq, CollectiveKind kind,
-                              Work& work, DeviceAdapter& adapter, const Plan& plan,
-                              std::chrono::milliseconds timeout) = 0;
+  // The executors of `algorithm` (choose_algorithm's) for `local` running
+  // collective `seq` over `work`: see Executors.
+  virtual Executors executors(std::size_t local, std::uint64_t seq, Algorithm algorithm,
+                              CollectiveKind kind, Work& work, DeviceAdapter& adapter,
+                              const Plan& plan, std::chrono::milliseconds timeout) = 0;
 };
 
+class FaultPlan;
+
 // A communicator of this process's `devices` inside the world of `spanning`.
+// `faults`: the config's fault plan, parsed once by the creator (it shares it
+// with `spanning`).
 Result<std::shared_ptr<Communicator>> make_spanning_communicator(
     std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
-    std::unique_ptr<Spanning> spanning);
+    std::unique_ptr<Spanning> spanning, std::shared_ptr<const FaultPlan> faults);
 
 }  // namespace ruccl::core

@@ -4,15 +4,12 @@
 #include <cstring>
 #include <string>
 
+#include "collectives/collective.hpp"
+
 namespace ruccl::multinode {
 namespace {
 constexpr std::size_t kHeader = 13;          // fixed fields before the dims
 constexpr std::size_t kMessageWords = 32;    // 256 bytes of error message
-
-bool row_split(CollectiveKind kind) {
-  return kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter ||
-         kind == CollectiveKind::kAllToAllV;
-}
 
 // An ok record against itself and the world (what check_local derives on the
 // sending rank): "" when consistent, else what is wrong.
@@ -36,7 +33,7 @@ std::string inconsistency(const core::Request& q, const core::Geometry& g, std::
   }
   if (!checked_mul(want.count, dtype_size(q.dtype)))
     return "claims " + std::to_string(want.count) + " elements, whose byte size overflows size_t";
-  if (row_split(q.kind)) {
+  if (core::rules(q.kind).row_split) {
     want.unit = core::row_unit(q.shape);
     want.rows = q.shape.empty() ? 1 : q.shape[0];
   } else {

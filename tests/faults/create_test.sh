@@ -6,6 +6,7 @@
 #   invalid-config   process 1's Config fails validate() (segment_bytes 0)
 #   throw            RUCCL_FAULT create:stage=transports,process=1,action=throw
 #   segment          process 1 runs with RUCCL_SEGMENT_BYTES=64K, the others 1M
+#   algorithm        process 1 forces RUCCL_ALGO=broadcast:@flat_ring, the others nothing
 #   exit-<stage>     RUCCL_FAULT create:stage=<stage>,process=1 (it _exits there);
 #                    stage: start transports address connect handshake agreed
 # (A kill -9 that lands inside MPI_Init is not covered: the survivors then wait
@@ -15,7 +16,7 @@
 # Every process that does not fail by itself must print its CREATE line with a
 # typed error (not Ok) that names process 1 ("process 1" or "rank 1"), within
 # the bound (below) of its creation's start; for the agreed failures (bogus-tls,
-# invalid-config, throw, segment) every process, process 1 included, prints the
+# invalid-config, throw, segment, algorithm) every process, process 1 included, prints the
 # same status. The job must end by itself (a hard `timeout -s KILL` turns a
 # hang into a failure: on 4ccd446 every case hangs or, for segment, succeeds).
 # Bound: RUCCL_TIMEOUT + 2 s (the grace of creation's last agreement after a
@@ -88,6 +89,9 @@ case $case in
   segment)
     run segment 3 0 InvalidArgument "has 65536 segment_bytes (RUCCL_SEGMENT_BYTES), process 0 (host" -- \
       -np 1 "${w[@]}" : -np 1 -x RUCCL_SEGMENT_BYTES=64K "${w[@]}" : -np 1 "${w[@]}" ;;
+  algorithm)
+    run algorithm 3 0 InvalidArgument "algorithm selection (RUCCL_ALGO; a hash of the string), process 0 (host" -- \
+      -np 1 "${w[@]}" : -np 1 -x RUCCL_ALGO=broadcast:@flat_ring "${w[@]}" : -np 1 "${w[@]}" ;;
   exit-*)
     stage=${case#exit-}
     run "$case" 3 1 "" "" -- -x RUCCL_FAULT="create:stage=$stage,process=1,code=7" -np 3 "${w[@]}" ;;

@@ -6,7 +6,7 @@
 // Why two mpirun jobs and not two ranks of one: the token protects a job from
 // processes of *another* job that got hold of one of its addresses. Two ranks
 // of one MPI job share a token by construction; two separate jobs each draw
-// their own, exactly as the library's bootstrap does (world.cpp,
+// their own, exactly as the library's bootstrap does (world_creation.cpp,
 // share_job_token: process 0 draws 16 bytes with getrandom and the bootstrap
 // shares them). Here rank 0 of each one-process job draws and MPI_Bcast shares
 // (trivially, but over the same path a bigger job would use).

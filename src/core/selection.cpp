@@ -1,0 +1,185 @@
+#include "core/selection.hpp"
+
+#include <cctype>
+#include <string>
+
+namespace ruccl::core {
+namespace {
+
+constexpr CollectiveKind kKinds[] = {CollectiveKind::kAllReduce,     CollectiveKind::kReduce,
+                                     CollectiveKind::kBroadcast,     CollectiveKind::kAllGather,
+                                     CollectiveKind::kReduceScatter, CollectiveKind::kAllToAllV};
+constexpr Algorithm kAlgorithms[] = {Algorithm::kInProcess, Algorithm::kFlatRing,
+                                     Algorithm::kHierarchical, Algorithm::kOneShot};
+
+Status bad(std::string_view item, const std::string& why) {
+  return Status(ErrorCode::kInvalidArgument,
+                "algorithm selection item '" + std::string(item) + "': " + why);
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// Calls f(item) for each ';'-separated non-empty item.
+template <typename F>
+Status each_item(std::string_view text, F&& f) {
+  while (!text.empty()) {
+    const std::size_t end = text.find(';');
+    const std::string_view item = trim(text.substr(0, end));
+    if (!item.empty()) RUCCL_TRY(f(item));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return Status::ok();
+}
+
+std::optional<GlobalStrategy> shorthand(std::string_view item) {
+  if (item == "hierarchical") return GlobalStrategy::kHierarchical;
+  if (item == "flat_ring" || item == "flat") return GlobalStrategy::kFlatRing;
+  return std::nullopt;
+}
+
+// "4k", "1m", "0", "inf" (SIZE_MAX).
+std::optional<std::size_t> parse_bytes(std::string_view s) {
+  s = trim(s);
+  if (s == "inf") return SIZE_MAX;
+  if (s.empty()) return std::nullopt;
+  std::size_t shift = 0;
+  const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(s.back())));
+  if (last == 'k' || last == 'm' || last == 'g') {
+    shift = last == 'k' ? 10 : last == 'm' ? 20 : 30;
+    s.remove_suffix(1);
+  }
+  if (s.empty()) return std::nullopt;
+  std::size_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    if (v > (SIZE_MAX - static_cast<std::size_t>(c - '0')) / 10) return std::nullopt;
+    v = v * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (shift != 0 && v > (SIZE_MAX >> shift)) return std::nullopt;
+  return v << shift;
+}
+
+void add(AlgorithmTable& t, CollectiveKind kind, Algorithm a, std::size_t lo = 0,
+         std::size_t hi = SIZE_MAX) {
+  t.rules.push_back({kind, lo, hi, a});
+}
+
+}  // namespace
+
+std::string_view algorithm_name(Algorithm a) noexcept {
+  switch (a) {
+    case Algorithm::kInProcess: return "in_process";
+    case Algorithm::kFlatRing: return "flat_ring";
+    case Algorithm::kHierarchical: return "hierarchical";
+    case Algorithm::kOneShot: return "one_shot";
+  }
+  return "?";
+}
+
+Result<std::optional<GlobalStrategy>> strategy_of(std::string_view text) {
+  std::optional<GlobalStrategy> out;
+  RUCCL_TRY(each_item(text, [&](std::string_view item) {
+    if (auto s = shorthand(item)) out = s;
+    return Status::ok();
+  }));
+  return out;
+}
+
+Result<std::vector<SelectionRule>> parse_selection(std::string_view text) {
+  std::vector<SelectionRule> out;
+  RUCCL_TRY(each_item(text, [&](std::string_view item) -> Status {
+    if (shorthand(item)) return Status::ok();
+    const std::size_t colon = item.find(':');
+    if (colon == std::string_view::npos)
+      return bad(item, "expected hierarchical, flat_ring or <collective>:<rules>");
+    const std::string_view name = trim(item.substr(0, colon));
+    std::optional<CollectiveKind> kind;
+    for (CollectiveKind k : kKinds)
+      if (collective_name(k) == name) kind = k;
+    if (!kind) return bad(item, "unknown collective '" + std::string(name) + "'");
+    std::string_view rules = item.substr(colon + 1);
+    while (true) {
+      const std::size_t hash = rules.find('#');
+      const std::string_view rule = trim(rules.substr(0, hash));
+      const std::size_t at = rule.find('@');
+      if (at == std::string_view::npos) return bad(item, "a rule without @<algorithm>");
+      SelectionRule r{*kind, 0, SIZE_MAX, Algorithm::kInProcess};
+      std::string_view range = trim(rule.substr(0, at));
+      if (!range.empty()) {
+        if (range.back() != ':') return bad(item, "expected <lo>-<hi>:@<algorithm>");
+        range.remove_suffix(1);
+        const std::size_t dash = range.find('-');
+        const auto lo = dash == std::string_view::npos ? std::nullopt : parse_bytes(range.substr(0, dash));
+        const auto hi = dash == std::string_view::npos ? std::nullopt : parse_bytes(range.substr(dash + 1));
+        if (!lo || !hi || *lo >= *hi)
+          return bad(item, "bad byte range '" + std::string(range) + "'");
+        r.lo = *lo;
+        r.hi = *hi;
+      }
+      const std::string_view algo = trim(rule.substr(at + 1));
+      bool known = false;
+      for (Algorithm a : kAlgorithms)
+        if (algorithm_name(a) == algo) r.algorithm = a, known = true;
+      if (!known) return bad(item, "unknown algorithm '" + std::string(algo) + "'");
+      out.push_back(r);
+      if (hash == std::string_view::npos) break;
+      rules.remove_prefix(hash + 1);
+    }
+    return Status::ok();
+  }));
+  return out;
+}
+
+AlgorithmTable make_table(const Config& config) {
+  AlgorithmTable t;
+  if (auto forced = parse_selection(config.algorithm())) t.rules = std::move(forced).value();
+  const std::size_t one_shot = config.one_shot_bytes();
+  const std::size_t one_shot_end = one_shot == SIZE_MAX ? SIZE_MAX : one_shot + 1;
+  const bool hierarchical = config.global_strategy() == GlobalStrategy::kHierarchical;
+  // Hierarchical: whatever can stay in this process does; a small all-reduce
+  // rides with the fingerprints; a larger one reads local memory in-process
+  // around a ring across processes; every other transfer is a UCX message.
+  // Flat ring: every transfer is a message, a small all-reduce's included.
+  for (CollectiveKind kind : kKinds) {
+    if (hierarchical) add(t, kind, Algorithm::kInProcess);
+    if (kind == CollectiveKind::kAllReduce) {
+      if (one_shot > 0) add(t, kind, Algorithm::kOneShot, 0, one_shot_end);
+      if (hierarchical) add(t, kind, Algorithm::kHierarchical);
+    }
+    add(t, kind, Algorithm::kFlatRing);
+  }
+  return t;
+}
+
+bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
+  switch (a) {
+    case Algorithm::kInProcess: return topo.world == topo.local;
+    case Algorithm::kFlatRing: return topo.spanning;
+    case Algorithm::kHierarchical:
+      return topo.spanning && call.kind == CollectiveKind::kAllReduce && topo.local > 1 &&
+             topo.world > topo.local;
+    case Algorithm::kOneShot:
+      // The other ranks' inputs, which a rank holds at once, must fit the
+      // byte budget (a bounded call keeps its bound).
+      return topo.spanning && call.kind == CollectiveKind::kAllReduce && topo.host_buffers &&
+             topo.world >= 2 && call.inputs_delivered && call.bytes > 0 &&
+             call.bytes <= call.fused_capacity && call.bytes <= call.budget / (topo.world - 1);
+  }
+  return false;
+}
+
+Algorithm choose_algorithm(const CallShape& call, const Topology& topo,
+                           const AlgorithmTable& table) {
+  for (const SelectionRule& r : table.rules)
+    if (r.kind == call.kind && call.bytes >= r.lo && (call.bytes < r.hi || r.hi == SIZE_MAX) &&
+        feasible(r.algorithm, call, topo))
+      return r.algorithm;
+  return Algorithm::kInProcess;
+}
+
+}  // namespace ruccl::core

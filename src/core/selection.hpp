@@ -1,0 +1,108 @@
+// Algorithm selection: one pure function decides how a collective runs, from
+// the agreed plan, where the ranks are, and a size-range table built once
+// from the Config (UCC's selection string and MSCCL++'s selectAlgorithm are
+// the models).
+//
+// The table is a list of rules in priority order; choose_algorithm takes the
+// first rule of the collective whose byte range holds the call and whose
+// algorithm can run there (feasible()), else kInProcess.
+//
+// RUCCL_ALGO / Config::algorithm is a ';'-separated list of items, each one of
+//   hierarchical | flat_ring | flat   the strategy across processes (shorthands,
+//                                     as before: GlobalStrategy)
+//   <collective>:<rules>              forces algorithms for one collective, ahead
+//                                     of the defaults; <rules> is '#'-separated
+//                                     [<lo>-<hi>:]@<algorithm>, the range half
+//                                     open [lo, hi) in bytes with k/m/g suffixes
+//                                     (powers of 1024) and hi 'inf' for no bound;
+//                                     no range: every size
+// e.g. RUCCL_ALGO='flat_ring;all_reduce:0-4k:@one_shot#4k-inf:@flat_ring'.
+// <collective> is a collective_name() (all_reduce, reduce, broadcast,
+// all_gather, reduce_scatter, all_to_all_v); <algorithm> an algorithm_name().
+// A forced algorithm that cannot run where it is asked (hierarchical for a
+// broadcast, one_shot for device buffers) falls through to the next rule.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "ruccl/config.hpp"
+#include "ruccl/status.hpp"
+#include "ruccl/communicator.hpp"
+#include "ruccl/types.hpp"
+
+namespace ruccl::core {
+
+enum class Algorithm : std::uint8_t {
+  // The collective's src/ring algorithm over the in-process executor: every
+  // rank of the world is in this process.
+  kInProcess,
+  // The collective's src/ring algorithm with every step a transport message
+  // (TransportRun), also between ranks of one process.
+  kFlatRing,
+  // All-reduce: the local levels in-process, the middle level over the ring
+  // across processes of each local index (ring/hierarchical_all_reduce.cpp).
+  kHierarchical,
+  // All-reduce: each rank's input rides with its fingerprint; the sum is
+  // taken over the delivered inputs (ring/one_shot_all_reduce.cpp).
+  kOneShot,
+};
+std::string_view algorithm_name(Algorithm a) noexcept;
+
+// Where the ranks are: the same for every call of a communicator.
+struct Topology {
+  std::size_t world = 1;      // ranks in all processes
+  std::size_t local = 1;      // ranks in this process (every process has as many)
+  bool spanning = false;      // there is a transport to other processes
+  bool host_buffers = true;   // the ranks' buffers are host memory
+};
+
+// What of one call the choice reads (from the plan, or before the agreement
+// from this rank's own request).
+struct CallShape {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  std::size_t bytes = 0;           // of the (common) input
+  std::size_t budget = SIZE_MAX;   // max_chunk_bytes
+  // Bytes one message of the agreement can carry beside the fingerprint.
+  std::size_t fused_capacity = 0;
+  // One-shot only: every rank's input was delivered with its fingerprint
+  // (Plan::one_shot). Before the agreement, a rank asks with `true` whether
+  // to send its input along.
+  bool inputs_delivered = false;
+};
+
+struct SelectionRule {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  std::size_t lo = 0;         // bytes, inclusive
+  std::size_t hi = SIZE_MAX;  // bytes, exclusive; SIZE_MAX: no bound
+  Algorithm algorithm = Algorithm::kInProcess;
+  friend bool operator==(const SelectionRule&, const SelectionRule&) = default;
+};
+
+struct AlgorithmTable {
+  std::vector<SelectionRule> rules;
+};
+
+// The forced rules of a selection string (the shorthand items are skipped;
+// see strategy_of). kInvalidArgument naming the item on a syntax error.
+Result<std::vector<SelectionRule>> parse_selection(std::string_view text);
+// The strategy a selection string's shorthand items name, if any (the last wins).
+Result<std::optional<GlobalStrategy>> strategy_of(std::string_view text);
+// The forced rules of config.algorithm(), then the defaults for
+// config.global_strategy() and config.one_shot_bytes(). The config is valid.
+AlgorithmTable make_table(const Config& config);
+
+// Whether `a` can run `call` over `topo` (the hierarchy needs several
+// processes and several ranks in each; one-shot needs host buffers and
+// inputs that fit one message and the budget; ...).
+bool feasible(Algorithm a, const CallShape& call, const Topology& topo);
+
+// The algorithm for `call`: the first feasible rule of the table that holds
+// it, else kInProcess. Pure, and allocates nothing (it runs per collective).
+Algorithm choose_algorithm(const CallShape& call, const Topology& topo,
+                           const AlgorithmTable& table);
+
+}  // namespace ruccl::core

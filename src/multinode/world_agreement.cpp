@@ -1,0 +1,279 @@
+// The world's agreement and execution (WorldSpanning, the core::Spanning of
+// a world communicator): each local rank owns one UCX transport, agrees on
+// every collective with every rank (fingerprints on the wire, a small
+// all-reduce's input riding along), and runs the src/ring algorithms through
+// the executors of the chosen algorithm (TransportRun, DeliveredRun).
+// Creation (world_creation.cpp) hands it the bootstrap and the transports.
+#include "multinode/world_spanning.hpp"
+
+#include <atomic>
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "core/log.hpp"
+#include "multinode/delivered_run.hpp"
+#include "multinode/wire.hpp"
+#include "ring/schedule.hpp"
+#include "transport/transport_run.hpp"
+
+namespace ruccl::multinode {
+namespace {
+
+using transport::Clock;
+constexpr std::uint32_t kDataComm = 0;     // tag comm field of algorithm messages
+constexpr std::uint32_t kControlComm = 1;  // ... of fingerprint messages
+constexpr std::uint32_t kAcrossComm = 2;   // ... of a hierarchical all-reduce's inter-process rings
+constexpr auto kCloseBound = std::chrono::seconds(2);  // graceful endpoint closes at destruction
+// Messages between processes carry at most this much even under a larger byte
+// budget: a reducing step combines each message while it is still in cache
+// (np=2 all-reduce of 16 MiB on the development VM: 1 MiB pieces ran 0.87-0.90
+// of the time of 4 MiB ones, interleaved runs).
+constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
+
+class WorldSpanning final : public core::Spanning {
+ public:
+  WorldSpanning(std::unique_ptr<std::atomic<bool>> abort_flag,
+                std::unique_ptr<bootstrap::Bootstrap> boot,
+                std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
+                std::size_t world, const Config& config,
+                std::shared_ptr<const core::FaultPlan> faults)
+      : logger_(config),
+        abort_flag_(std::move(abort_flag)),
+        bootstrap_(std::move(boot)),
+        transports_(std::move(transports)),
+        first_(first),
+        world_(world),
+        per_process_(transports_.size()),
+        faults_(std::move(faults)),
+        record_bytes_(wire_words(world) * sizeof(std::uint64_t)),
+        one_shot_(per_process_),
+        staging_(per_process_) {}
+  ~WorldSpanning() override {
+    // Graceful closes (ucp_ep_close_nbx, flushing) need every worker of every
+    // process to make progress at the same time, so each local transport closes
+    // on its own thread. Whatever does not close within the bound is
+    // force-closed by the transport's destructor.
+    std::vector<std::thread> closers;
+    try {
+      for (auto& t : transports_)
+        closers.emplace_back([&t] { (void)t->close(Clock::now() + kCloseBound); });
+    } catch (...) {  // no thread: the destructors force-close
+    }
+    for (auto& c : closers) c.join();
+    transports_.clear();  // before the bootstrap, which may finalise MPI
+  }
+
+  // Each local transport sends its abort notice (at once when idle, else at
+  // the end of the call in progress), then every blocked exchange of every
+  // local transport returns kAborted. The notices are recorded before the
+  // flag wakes the exchanges, so that those send the abort's text too.
+  void abort(const std::vector<std::pair<std::uint64_t, Status>>& notices) override {
+    for (std::size_t local = 0; local < transports_.size() && local < notices.size(); ++local)
+      transports_[local]->abort_notify(notices[local].first, notices[local].second);
+    abort_flag_->store(true);
+  }
+  std::size_t first_rank() const override { return first_; }
+  std::size_t world() const override { return world_; }
+
+  // Receives take any message up to what one message holds (kMaxUpToBytes).
+  std::size_t fused_capacity() const override {
+    return record_bytes_ < transport::kMaxUpToBytes ? transport::kMaxUpToBytes - record_bytes_ : 0;
+  }
+
+  // Every rank sends its fingerprint to every other (one message each), and,
+  // with `send_input`, a small all-reduce's input rides along (choose_algorithm
+  // asked for kOneShot): when the plan is agreed and every rank's message
+  // carried its input, Plan::one_shot is set, and the collective may run as a
+  // one-shot all-reduce over the delivered inputs (executors()). Each rank sees
+  // the same messages, so all decide alike; the rendezvous checks the plan is
+  // the same for every local rank. What the record cannot carry (too many
+  // dims) travels as this rank's local error, so that the peers fail at once too.
+  Result<core::Plan> agree_all(std::size_t local, std::uint64_t seq, const core::Request& request,
+                               const Result<core::Geometry>& local_check, bool send_input,
+                               std::chrono::milliseconds timeout) override {
+    const std::size_t me = first_ + local;
+    Result<core::Geometry> geometry = local_check;
+    if (geometry.is_ok())
+      if (Status s = check_encodable(request, me); !s) geometry = s;
+    OneShot& os = one_shot_[local];
+    os.ready = false;
+    os.out = encode(request, geometry, world_);
+    os.words = os.out.size();
+    const std::size_t record = os.words * sizeof(std::uint64_t);
+    const std::size_t payload =
+        send_input && geometry.is_ok() ? geometry.value().count * dtype_size(request.dtype) : 0;
+    os.out.resize(os.words + (payload + 7) / 8);
+    if (payload > 0) std::memcpy(os.out.data() + os.words, request.in.data, payload);
+    // Receives take any message up to what one message holds, whatever this
+    // rank sends: another process may send its input when this one does not.
+    const bool up_to = record < transport::kMaxUpToBytes;
+    const std::size_t capacity = up_to ? transport::kMaxUpToBytes : record;
+    os.in.resize(world_);
+    os.got.assign(world_, record);
+    std::vector<transport::SendOp>& sends = os.sends;  // kept: this runs per collective
+    std::vector<transport::RecvOp>& recvs = os.recvs;
+    sends.clear();
+    recvs.clear();
+    for (std::size_t r = 0; r < world_; ++r) {
+      if (r == me) continue;
+      os.in[r].resize((capacity + 7) / 8);
+      sends.push_back({r, os.out.data(), record + payload,
+                       transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(me), 0}),
+                       seq});
+      recvs.push_back({r, os.in[r].data(), capacity,
+                       transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(r), 0}),
+                       seq, up_to ? &os.got[r] : nullptr});
+    }
+    if (Status sent = transports_[local]->exchange(sends, recvs, Clock::now() + timeout); !sent)
+      return sent.with_context(core::describe(seq, request.kind) + ": agreement (fingerprints)");
+    std::vector<Decoded> decoded(world_);
+    std::vector<const core::Request*> requests(world_);
+    std::vector<const Result<core::Geometry>*> locals(world_);
+    bool all_sent_inputs = payload > 0;
+    for (std::size_t r = 0; r < world_; ++r) {
+      if (r == me) {
+        requests[r] = &request;
+        locals[r] = &geometry;
+      } else {
+        all_sent_inputs = all_sent_inputs && os.got[r] == record + payload;
+        auto d = os.got[r] < record
+                     ? Result<Decoded>(Status(
+                           ErrorCode::kProtocolError,
+                           "a message of " + std::to_string(os.got[r]) +
+                               " bytes, shorter than a fingerprint record (" +
+                               std::to_string(record) + ")"))
+                     : decode(std::span(os.in[r].data(), os.words), world_);
+        if (!d) {
+          const Status bad = d.status().with_context(
+              "collective #" + std::to_string(seq) + ": the fingerprint from rank " +
+              std::to_string(r));
+          transports_[local]->notify_failure(seq, bad);  // the others agreed: tell them
+          return bad;
+        }
+        decoded[r] = std::move(d).value();
+        requests[r] = &decoded[r].request;
+        locals[r] = &decoded[r].geometry;
+      }
+    }
+    Result<core::Plan> plan = core::agree(requests, locals, seq);
+    if (!plan && plan.status().code() == ErrorCode::kProtocolError) {
+      // A record that decoded but cannot be used: the ranks that got another
+      // copy of it may have agreed.
+      transports_[local]->notify_failure(seq, plan.status());
+      return plan;
+    }
+    if (plan.is_ok() && all_sent_inputs) {
+      os.ready = true;
+      os.seq = seq;
+      os.count = geometry.value().count;
+      plan.value().one_shot = true;
+    }
+    return plan;
+  }
+
+  void failed(std::size_t local, std::uint64_t seq, const Status& error) override {
+    transports_[local]->notify_failure(seq, error);  // once per transport
+  }
+
+  // The executors of the chosen algorithm: kInProcess none (the in-process
+  // executor), kOneShot the delivered inputs, kHierarchical the ring across
+  // processes of this rank's local index (the local levels run in-process),
+  // kFlatRing a UCX message for every transfer.
+  core::Executors executors(std::size_t local, std::uint64_t seq, core::Algorithm algorithm,
+                            CollectiveKind kind, Work& work, DeviceAdapter& adapter,
+                            const core::Plan& plan, std::chrono::milliseconds timeout) override {
+    core::Executors out;
+    out.algorithm = algorithm;
+    if (algorithm == core::Algorithm::kInProcess) return out;
+    OneShot& os = one_shot_[local];
+    // plan.one_shot is every local rank's decision (the rendezvous refused the
+    // plan otherwise), and this rank's own: its inputs are in `os`.
+    if (algorithm == core::Algorithm::kOneShot && plan.one_shot && os.ready && os.seq == seq &&
+        kind == CollectiveKind::kAllReduce) {
+      os.ready = false;
+      std::vector<const std::byte*> inputs(world_);
+      for (std::size_t r = 0; r < world_; ++r)
+        inputs[r] = reinterpret_cast<const std::byte*>(
+            (r == first_ + local ? os.out : os.in[r]).data() + os.words);
+      out.run = std::make_unique<DeliveredRun>(adapter, work, local, first_ + local,
+                                                          world_, std::move(inputs), os.count);
+      return out;
+    }
+    os.ready = false;
+    const std::size_t processes = world_ / per_process_;
+    // The budget's elements per message, cut to kPieceBytes where a row fits.
+    std::size_t elements = plan.message_elements;
+    if (auto piece = ring::message_elements(kPieceBytes, dtype_size(plan.dtype),
+                                            std::max<std::size_t>(1, plan.geometry.unit)))
+      elements = std::min(elements, piece.value());
+    auto options = [&](std::uint32_t comm) {
+      transport::TransportRunOptions o{comm, seq, elements, timeout};
+      o.staging_cache = &staging_[local];
+      o.context = core::describe(seq, kind);
+      if (!faults_->empty()) {
+        o.faults = faults_.get();
+        o.fault_rank = first_ + local;
+      }
+      if (logger_.enabled(LogLevel::kTrace))  // the memory path, once per executor
+        o.log = [this, rank = first_ + local](const std::string& line) {
+          logger_.log(LogLevel::kTrace, rank, line);
+        };
+      return o;
+    };
+    if (algorithm == core::Algorithm::kHierarchical) {
+      transport::TransportRunOptions o = options(kAcrossComm);
+      o.peer_base = local;
+      o.peer_stride = per_process_;
+      out.across = std::make_unique<transport::TransportRun>(
+          *transports_[local], adapter, work, local, first_ / per_process_, processes, o);
+      return out;
+    }
+    out.algorithm = core::Algorithm::kFlatRing;  // also a one-shot without its inputs
+    out.run = std::make_unique<transport::TransportRun>(
+        *transports_[local], adapter, work, local, first_ + local, world_, options(kDataComm));
+    return out;
+  }
+
+ private:
+  core::Logger logger_;  // TRACE lines of the executors (the core logs the rest)
+  std::unique_ptr<std::atomic<bool>> abort_flag_;  // read by the transports: outlives them
+  std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
+  std::vector<std::unique_ptr<transport::Transport>> transports_;
+  const std::size_t first_;
+  const std::size_t world_;
+  const std::size_t per_process_;
+  // drop/corrupt faults for the executors (RUCCL_FAULT), parsed once at creation
+  const std::shared_ptr<const core::FaultPlan> faults_;
+
+  // The fused small all-reduce of one local rank (touched only by its thread).
+  struct OneShot {
+    bool ready = false;  // collective `seq` runs one-shot over the inputs below
+    std::uint64_t seq = 0;
+    std::size_t count = 0;  // elements of each input
+    std::size_t words = 0;  // of the fingerprint record, in front of each input
+    std::vector<std::uint64_t> out;              // this rank's record + input
+    std::vector<std::vector<std::uint64_t>> in;  // each other rank's message
+    std::vector<std::size_t> got;                // bytes received from each rank
+    std::vector<transport::SendOp> sends;        // the agreement's messages (scratch)
+    std::vector<transport::RecvOp> recvs;
+  };
+  const std::size_t record_bytes_;  // of one fingerprint record (wire_words)
+  std::vector<OneShot> one_shot_;     // per local rank
+  // Receive buffers of reduction steps, kept across collectives (per local rank).
+  std::vector<std::vector<transport::StagingBuffer>> staging_;
+};
+
+}  // namespace
+
+std::unique_ptr<core::Spanning> make_world_spanning(
+    std::unique_ptr<std::atomic<bool>> abort_flag, std::unique_ptr<bootstrap::Bootstrap> boot,
+    std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
+    std::size_t world, const Config& config, std::shared_ptr<const core::FaultPlan> faults) {
+  return std::make_unique<WorldSpanning>(std::move(abort_flag), std::move(boot),
+                                         std::move(transports), first, world, config,
+                                         std::move(faults));
+}
+
+}  // namespace ruccl::multinode

@@ -1,0 +1,416 @@
+// World creation: the MPI bootstrap (or another) finds the processes; then a
+// sequence of named steps (below) agrees on devices and config, shares the
+// job token, opens the transports and exchanges their addresses, connects and
+// handshakes, and logs the lanes. The agreement and execution of collectives
+// is world_agreement.cpp (WorldSpanning).
+#include "ruccl/world.hpp"
+
+#include <sys/random.h>
+
+#include <atomic>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "bootstrap/bootstrap.hpp"
+#include "core/catch_to_status.hpp"
+#include "core/fault.hpp"
+#include "core/log.hpp"
+#include "multinode/from_bootstrap.hpp"
+#include "multinode/world_spanning.hpp"
+#include "transport/transport.hpp"
+#include "transport/transport_run.hpp"  // choose_memory_path
+
+namespace ruccl {
+namespace {
+
+using transport::Clock;
+
+// ---- creation -----------------------------------------------------------------
+//
+// Creation is a sequence of named steps, each ending in an agreement of outcome
+// through the bootstrap (bootstrap::agree_outcome): every process contributes
+// "ok" or its error, so a failure on one process (a bad Config, a transport
+// that cannot open, an exception) reaches every process, and all return the
+// same error, naming the process (and host) at fault. Every wait has a
+// deadline, Config::timeout from the start of its step, so a process that dies
+// or never arrives ends the others' creation with kTimeout naming it:
+//   1. "agree on devices and config": the local checks (devices, Config), the
+//      settings every process must share (shared_settings), process 0's job token;
+//   2. "open transports": one UCX transport per local device; the payload is
+//      their addresses (the address exchange);
+//   3. "connect and handshake": endpoints to every rank, the challenge-response
+//      handshake (keyed by the job token), then the outcome. After a local failure (a peer that died
+//      mid-handshake, typically) the agreement waits only kGrace: the others
+//      failed at about the same time, and the dead one never comes.
+// RUCCL_FAULT's create faults (core/fault.hpp) exit or throw at each stage.
+
+constexpr auto kGrace = std::chrono::milliseconds(2000);
+
+void put_u64(std::vector<std::byte>& out, std::uint64_t v) {
+  const auto* p = reinterpret_cast<const std::byte*>(&v);
+  out.insert(out.end(), p, p + sizeof(v));
+}
+// Reads a u64 at `at` of a peer's bytes; false past the end.
+bool get_u64(std::span<const std::byte> in, std::size_t& at, std::uint64_t& v) {
+  if (in.size() < sizeof(v) || at > in.size() - sizeof(v)) return false;
+  std::memcpy(&v, in.data() + at, sizeof(v));
+  at += sizeof(v);
+  return true;
+}
+
+// The settings that decide which messages exist and how large they are: every
+// process must have the same. (max_chunk_bytes travels with each collective's
+// fingerprint and is agreed there; one_shot_bytes and checksum may differ, see
+// config.hpp; timeouts, logging and faults are local.)
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return s.empty() ? 0 : h;
+}
+
+struct Setting {
+  const char* name;
+  std::uint64_t value;
+  ErrorCode code;
+};
+std::vector<Setting> shared_settings(std::size_t per_process, bool cuda, const Config& config) {
+  return {
+      {"devices per process", per_process, ErrorCode::kDeviceCountMismatch},
+      {"CUDA devices (1 yes, 0 no)", cuda ? 1u : 0u, ErrorCode::kInvalidArgument},
+      {"global strategy (RUCCL_ALGO; 0 hierarchical, 1 flat_ring)",
+       static_cast<std::uint64_t>(config.global_strategy()), ErrorCode::kInvalidArgument},
+      {"segment_bytes (RUCCL_SEGMENT_BYTES)", config.segment_bytes(), ErrorCode::kInvalidArgument},
+      {"algorithm selection (RUCCL_ALGO; a hash of the string)", fnv1a(config.algorithm()),
+       ErrorCode::kInvalidArgument},
+  };
+}
+
+// The job token: process 0 draws 128 bits from the OS random source; they ride
+// on step 1 (through the bootstrap, never over UCX). It is a key: the
+// transports derive their header MACs and handshake from it and never send it
+// (transport/wire_header.hpp); a message or handshake made without it
+// (another job's, a forger's) is refused.
+Status draw_token(transport::JobToken& token) {
+  std::size_t got = 0;
+  while (got < token.size()) {
+    const ssize_t n = getrandom(token.data() + got, token.size() - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return Status(ErrorCode::kInternal,
+                    "could not draw a job token from the OS random source (getrandom)");
+    got += static_cast<std::size_t>(n);
+  }
+  return Status::ok();
+}
+
+// Step 1's payload: the settings, the token (process 0 only), the hostname.
+std::vector<std::byte> pack_settings(const std::vector<Setting>& settings,
+                                     const transport::JobToken* token, const std::string& host) {
+  std::vector<std::byte> out;
+  put_u64(out, settings.size());
+  for (const Setting& s : settings) put_u64(out, s.value);
+  const auto* t = token ? reinterpret_cast<const std::byte*>(token->data()) : nullptr;
+  put_u64(out, token ? token->size() : 0);
+  if (t) out.insert(out.end(), t, t + token->size());
+  const auto* h = reinterpret_cast<const std::byte*>(host.data());
+  out.insert(out.end(), h, h + host.size());
+  return out;
+}
+
+// Step 1's comparison: every process reads the same payloads, so all return
+// the same Status; fills `token` from process 0's.
+Status compare_settings(const bootstrap::Blobs& payloads, const std::vector<Setting>& mine,
+                        transport::JobToken& token) {
+  const std::string step = "creation (agree on devices and config): ";
+  struct Peer {
+    std::vector<std::uint64_t> values;
+    std::string host;
+  };
+  std::vector<Peer> peers(payloads.size());
+  for (std::size_t p = 0; p < payloads.size(); ++p) {
+    const std::span<const std::byte> in(payloads[p]);
+    std::size_t at = 0;
+    std::uint64_t n = 0, token_bytes = 0;
+    bool ok = get_u64(in, at, n) && n == mine.size();
+    for (std::size_t i = 0; ok && i < mine.size(); ++i) {
+      std::uint64_t v = 0;
+      ok = get_u64(in, at, v);
+      peers[p].values.push_back(v);
+    }
+    ok = ok && get_u64(in, at, token_bytes) &&
+         (token_bytes == 0 || token_bytes == token.size()) && token_bytes <= in.size() - at &&
+         (p == 0) == (token_bytes == token.size());
+    if (!ok)
+      return Status(ErrorCode::kProtocolError, step + "process " + std::to_string(p) +
+                                                   " sent a malformed record of " +
+                                                   std::to_string(in.size()) + " bytes");
+    if (p == 0) std::memcpy(token.data(), in.data() + at, token.size());
+    at += static_cast<std::size_t>(token_bytes);
+    peers[p].host.assign(reinterpret_cast<const char*>(in.data()) + at, in.size() - at);
+  }
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    for (std::size_t p = 1; p < peers.size(); ++p) {
+      const std::uint64_t theirs = peers[p].values[i], first = peers[0].values[i];
+      if (theirs == first) continue;
+      return Status(mine[i].code, step + "process " + std::to_string(p) + " (host " +
+                                      peers[p].host + ") has " + std::to_string(theirs) + " " +
+                                      mine[i].name + ", process 0 (host " + peers[0].host +
+                                      ") has " + std::to_string(first));
+    }
+  return Status::ok();
+}
+
+// Step 2's payload: for each local rank, an 8-byte length then its address.
+std::vector<std::byte> pack(const std::vector<std::unique_ptr<transport::Transport>>& ts) {
+  std::vector<std::byte> out;
+  for (const auto& t : ts) {
+    const std::vector<std::byte> a = t->address();
+    put_u64(out, a.size());
+    out.insert(out.end(), a.begin(), a.end());
+  }
+  return out;
+}
+
+// A peer's step-2 payload: exactly `count` addresses.
+Status unpack(const std::vector<std::byte>& blob, std::size_t process, std::size_t count,
+              std::vector<std::vector<std::byte>>& out) {
+  const auto bad = [&] {
+    return Status(ErrorCode::kProtocolError,
+                  "creation (open transports): process " + std::to_string(process) +
+                      " sent a malformed address record of " + std::to_string(blob.size()) +
+                      " bytes");
+  };
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t len = 0;
+    if (!get_u64(blob, at, len) || len > blob.size() - at) return bad();
+    out.emplace_back(blob.begin() + static_cast<std::ptrdiff_t>(at),
+                     blob.begin() + static_cast<std::ptrdiff_t>(at + len));
+    at += static_cast<std::size_t>(len);
+  }
+  return at == blob.size() ? Status::ok() : bad();
+}
+
+// Step 3's local part: connect every local transport, then the handshake (job
+// tokens), which needs every local transport to progress at the same time: one
+// thread each, like the closes.
+Status connect_and_handshake(std::vector<std::unique_ptr<transport::Transport>>& transports,
+                             const std::vector<std::vector<std::byte>>& addresses,
+                             const core::FaultPlan& faults, std::size_t process,
+                             const Config& config, std::size_t first) {
+  core::fire_create_fault(faults, core::CreateStage::kConnect, process);
+  for (auto& t : transports) RUCCL_TRY(t->connect(addresses, Clock::now() + config.timeout()));
+  core::fire_create_fault(faults, core::CreateStage::kHandshake, process);
+  std::vector<Status> shook(transports.size());
+  std::vector<std::thread> threads;
+  const auto deadline = Clock::now() + config.timeout();
+  try {
+    for (std::size_t d = 1; d < transports.size(); ++d)
+      threads.emplace_back([&, d] { shook[d] = transports[d]->handshake(deadline); });
+  } catch (const std::exception& e) {  // no thread: the others time out, and we say why
+    shook[0] = Status(ErrorCode::kInternal, std::string("handshake thread: ") + e.what());
+  }
+  if (shook[0]) shook[0] = transports[0]->handshake(deadline);
+  for (auto& th : threads) th.join();
+  for (const Status& s : shook)
+    if (!s) {
+      // A refused peer is worth a log line even with logging off.
+      Config loud = config;
+      if (loud.log_level() == LogLevel::kOff) loud.with_log_level(LogLevel::kWarn);
+      core::Logger(loud).log(LogLevel::kWarn, first, s.to_string());
+      return s;
+    }
+  core::fire_create_fault(faults, core::CreateStage::kAgreed, process);
+  return Status::ok();
+}
+
+// The bootstrap needs a positive timeout even when the Config is invalid (its
+// error then travels through step 1).
+std::chrono::milliseconds bootstrap_timeout(const Config& config) {
+  return config.timeout().count() > 0 && config.timeout() <= Config::kMaxTimeout
+             ? config.timeout()
+             : Config::kDefaultTimeout;
+}
+
+// The fault plan of a config that validated (else none: its error travels
+// through step 1). Parsed once per communicator: creation's faults fire here,
+// the others in the communicator and its executors, which share this plan.
+std::shared_ptr<const core::FaultPlan> fault_plan(const Config& config, const Status& valid) {
+  auto plan = valid ? core::FaultPlan::parse(config.fault()) : Result<core::FaultPlan>(core::FaultPlan{});
+  return std::make_shared<const core::FaultPlan>(plan ? std::move(plan).value() : core::FaultPlan{});
+}
+
+// One process's creation of a world communicator, as its named steps; each
+// step ends in an agreement of outcome (above), so that all processes leave
+// at the same step with the same error.
+class Creation {
+ public:
+  Creation(std::unique_ptr<bootstrap::Bootstrap> boot, std::vector<DeviceId> devices, Config config)
+      : boot_(std::move(boot)),
+        topo_(boot_->topology()),
+        devices_(std::move(devices)),
+        config_(std::move(config)),
+        valid_(config_.validate()),
+        faults_(fault_plan(config_, valid_)),
+        per_process_(devices_.size()),
+        world_(topo_.processes * per_process_),
+        first_(topo_.process * per_process_) {}
+
+  // 1. Agree on devices and config; share the job token.
+  Status agree_on_devices_and_config() {
+    const bool cuda = !devices_.empty() && devices_.front().kind == DeviceKind::kCuda;
+    const std::vector<Setting> settings = shared_settings(per_process_, cuda, config_);
+    const Status local = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
+      core::fire_create_fault(*faults_, core::CreateStage::kStart, topo_.process);
+      if (devices_.empty())
+        return Status(ErrorCode::kInvalidArgument, "a process needs at least one local device");
+      RUCCL_TRY(valid_);
+      if (topo_.process == 0) RUCCL_TRY(draw_token(token_));
+      return Status::ok();
+    });
+    const auto payload = pack_settings(settings, topo_.process == 0 && local ? &token_ : nullptr,
+                                       topo_.hostname);
+    auto agreed = bootstrap::agree_outcome(
+        *boot_, local, payload, "creation (agree on devices and config)",
+        bootstrap::Wait::within(local ? config_.timeout() : boot_->timeout()));
+    RUCCL_TRY(agreed);
+    return compare_settings(agreed.value(), settings, token_);
+  }
+
+  // 2. Open the transports; exchange their addresses.
+  // Endpoints to ranks on this node skip peer-failure detection (shared memory).
+  Status open_transports() {
+    Status local = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
+      core::fire_create_fault(*faults_, core::CreateStage::kTransports, topo_.process);
+      transport::TransportOptions options;
+      options.abort = abort_flag_.get();
+      options.token = token_;
+      options.checksum = config_.checksum();
+      if (config_.intra_node_shared_memory())
+        for (std::size_t peer = 0; peer < world_; ++peer)
+          options.unwatched_peers.push_back(topo_.node_of_process[peer / per_process_] == topo_.node);
+      for (std::size_t d = 0; d < per_process_; ++d) {
+        auto t = transport::make_ucx_transport(options);
+        RUCCL_TRY(t);
+        transports_.push_back(std::move(t.value()));
+      }
+      core::fire_create_fault(*faults_, core::CreateStage::kAddress, topo_.process);
+      return Status::ok();
+    });
+    std::vector<std::byte> payload;
+    if (local) {
+      local = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
+        payload = pack(transports_);
+        return Status::ok();
+      });
+    }
+    auto agreed = bootstrap::agree_outcome(*boot_, local, payload, "creation (open transports)",
+                                           bootstrap::Wait::within(config_.timeout()));
+    RUCCL_TRY(agreed);
+    for (std::size_t p = 0; p < agreed.value().size(); ++p)
+      RUCCL_TRY(unpack(agreed.value()[p], p, per_process_, addresses_));
+    return Status::ok();
+  }
+
+  // 3. Connect and handshake, then agree that everyone did. Every process has
+  // connected before any goes on: a process that returned at once and
+  // destroyed its workers (create, then destroy) would otherwise pull the
+  // shared-memory segments from under peers still attaching to them.
+  Status connect() {
+    const Status local = core::catch_to_status(ErrorCode::kInternal, "creation", [&] {
+      return connect_and_handshake(transports_, addresses_, *faults_, topo_.process, config_,
+                                   first_);
+    });
+    auto agreed = bootstrap::agree_outcome(
+        *boot_, local, {}, "creation (connect and handshake)",
+        bootstrap::Wait::within(local ? config_.timeout() : std::min(config_.timeout(), kGrace)));
+    if (!agreed && !local)  // say both: why this process failed, and who never came
+      return Status(local.code(), "creation (connect and handshake): " + local.message() + "; " +
+                                      agreed.status().message());
+    return agreed.status();
+  }
+
+  // RUCCL_DEBUG=INFO: the world, the memory path, the UCX lanes to each peer.
+  void log_lanes() const {
+    core::Logger logger(config_);
+    if (!logger.enabled(LogLevel::kInfo)) return;
+    const DeviceKind kind = devices_.front().kind;
+    logger.log(LogLevel::kInfo, first_,
+               "world of " + std::to_string(world_) + " ranks: " + std::to_string(topo_.processes) +
+                   " processes x " + std::to_string(per_process_) + " devices on " +
+                   std::to_string(topo_.nodes) + " nodes; this process is " +
+                   std::to_string(topo_.process) + " on node " + std::to_string(topo_.node) +
+                   "; strategy " + std::string(global_strategy_name(config_.global_strategy())));
+    // How device buffers meet UCX, and which UCX transports reach each peer
+    // (e.g. tcp to ranks on other nodes).
+    for (std::size_t d = 0; d < per_process_; ++d)
+      logger.log(LogLevel::kInfo, first_ + d,
+                 std::string("memory path: ") +
+                     transport::memory_path_name(transport::choose_memory_path(
+                         kind, transports_[d]->supports(transport::MemoryType::kCuda), false)) +
+                     " (" + std::string(device_kind_name(kind)) + " buffers; UCX " +
+                     (transports_[d]->supports(transport::MemoryType::kCuda) ? "with" : "without") +
+                     " CUDA memory support)");
+    for (std::size_t d = 0; d < per_process_; ++d)
+      for (std::size_t peer = 0; peer < world_; ++peer)
+        logger.log(LogLevel::kInfo, first_ + d,
+                   "lanes: rank " + std::to_string(first_ + d) + " (node " +
+                       std::to_string(topo_.node) + ") -> rank " + std::to_string(peer) +
+                       " (node " + std::to_string(topo_.node_of_process[peer / per_process_]) +
+                       "): " + transports_[d]->describe_lanes(peer));
+  }
+
+  // The communicator, owning the bootstrap and the transports.
+  Result<std::shared_ptr<Communicator>> communicator() && {
+    auto adapter = make_adapter(devices_.front().kind);
+    RUCCL_TRY(adapter);
+    auto spanning = multinode::make_world_spanning(std::move(abort_flag_), std::move(boot_),
+                                                   std::move(transports_), first_, world_, config_,
+                                                   faults_);
+    return core::make_spanning_communicator(std::move(devices_), adapter.value(),
+                                            std::move(config_), std::move(spanning), faults_);
+  }
+
+ private:
+  std::unique_ptr<bootstrap::Bootstrap> boot_;
+  const bootstrap::Topology topo_;
+  std::vector<DeviceId> devices_;
+  Config config_;
+  const Status valid_;
+  const std::shared_ptr<const core::FaultPlan> faults_;
+  const std::size_t per_process_;
+  const std::size_t world_;
+  const std::size_t first_;  // global rank of devices_[0]
+  transport::JobToken token_{};
+  std::unique_ptr<std::atomic<bool>> abort_flag_ = std::make_unique<std::atomic<bool>>(false);
+  std::vector<std::unique_ptr<transport::Transport>> transports_;
+  std::vector<std::vector<std::byte>> addresses_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<DeviceId> local_devices,
+                                                                Config config) {
+  // The local checks travel through creation's first agreement: returning here
+  // would leave the other processes waiting for this one.
+  auto boot = bootstrap::mpi_world_bootstrap(bootstrap_timeout(config));
+  RUCCL_TRY(boot);
+  return multinode::create_communicator_from_bootstrap(std::move(boot).value(),
+                                                       std::move(local_devices), std::move(config));
+}
+
+Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootstrap(
+    std::unique_ptr<bootstrap::Bootstrap> boot, std::vector<DeviceId> local_devices, Config config) {
+  if (!boot) return Status(ErrorCode::kInvalidArgument, "no bootstrap");
+  Creation creation(std::move(boot), std::move(local_devices), std::move(config));
+  RUCCL_TRY(creation.agree_on_devices_and_config());
+  RUCCL_TRY(creation.open_transports());
+  RUCCL_TRY(creation.connect());
+  creation.log_lanes();
+  return std::move(creation).communicator();
+}
+
+}  // namespace ruccl

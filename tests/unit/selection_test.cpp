@@ -1,0 +1,167 @@
+// The algorithm selection table (src/core/selection.hpp): the defaults
+// reproduce the decisions the world communicator made before the table
+// existed, and RUCCL_ALGO's selection strings force algorithms per collective.
+#include "core/selection.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ruccl::core {
+namespace {
+
+constexpr std::size_t kFused = 7000;  // about what np=2 carries beside a fingerprint
+
+CallShape call(CollectiveKind kind, std::size_t bytes, bool delivered = true,
+               std::size_t budget = Config::kDefaultMaxChunkBytes) {
+  return CallShape{kind, bytes, budget, kFused, delivered};
+}
+
+Topology in_process(std::size_t ranks) { return Topology{ranks, ranks, false, true}; }
+Topology world(std::size_t processes, std::size_t local, bool host = true) {
+  return Topology{processes * local, local, true, host};
+}
+
+Algorithm pick(const Config& config, const CallShape& c, const Topology& t) {
+  return choose_algorithm(c, t, make_table(config));
+}
+
+const CollectiveKind kAll[] = {CollectiveKind::kAllReduce,     CollectiveKind::kReduce,
+                               CollectiveKind::kBroadcast,     CollectiveKind::kAllGather,
+                               CollectiveKind::kReduceScatter, CollectiveKind::kAllToAllV};
+
+TEST(Selection, InProcessCommunicatorsAlwaysRunInProcess) {
+  for (const Config& config :
+       {Config(), Config().with_global_strategy(GlobalStrategy::kFlatRing)})
+    for (CollectiveKind kind : kAll)
+      for (std::size_t bytes : {std::size_t{0}, std::size_t{8}, std::size_t{1} << 26})
+        EXPECT_EQ(pick(config, call(kind, bytes), in_process(4)), Algorithm::kInProcess)
+            << collective_name(kind) << " " << bytes;
+}
+
+TEST(Selection, HierarchicalDefaults) {
+  const Config c;
+  // One process: in-process throughout, even a small all-reduce.
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), world(1, 2)), Algorithm::kInProcess);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kBroadcast, 8), world(1, 2)), Algorithm::kInProcess);
+  // Several processes of several ranks.
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), world(2, 2)), Algorithm::kOneShot);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8, false), world(2, 2)),
+            Algorithm::kHierarchical);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), world(2, 2)),
+            Algorithm::kHierarchical);
+  for (CollectiveKind kind : kAll) {
+    if (kind == CollectiveKind::kAllReduce) continue;
+    EXPECT_EQ(pick(c, call(kind, 8), world(2, 2)), Algorithm::kFlatRing) << collective_name(kind);
+  }
+  // One rank per process: no hierarchy, the flat ring.
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), world(3, 1)), Algorithm::kFlatRing);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), world(3, 1)), Algorithm::kOneShot);
+}
+
+TEST(Selection, FlatRingDefaults) {
+  const Config c = Config().with_global_strategy(GlobalStrategy::kFlatRing);
+  // Every transfer is a message, also inside one process.
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), world(1, 2)), Algorithm::kFlatRing);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), world(1, 2)), Algorithm::kOneShot);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), world(2, 2)), Algorithm::kFlatRing);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kReduce, 8), world(2, 2)), Algorithm::kFlatRing);
+  // A world of one has no one-shot (no peer to send to).
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), world(1, 1)), Algorithm::kFlatRing);
+}
+
+TEST(Selection, OneShotBounds) {
+  const Config c;
+  const Topology t = world(2, 1);
+  const std::size_t limit = Config::kDefaultOneShotBytes;
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, limit), t), Algorithm::kOneShot);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, limit + 1), t), Algorithm::kFlatRing);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 0), t), Algorithm::kFlatRing);  // nothing to send
+  // RUCCL_ONE_SHOT_BYTES=0: never; larger: up to what one message carries.
+  EXPECT_EQ(pick(Config().with_one_shot_bytes(0), call(CollectiveKind::kAllReduce, 8), t),
+            Algorithm::kFlatRing);
+  const Config big = Config().with_one_shot_bytes(SIZE_MAX);
+  EXPECT_EQ(pick(big, call(CollectiveKind::kAllReduce, kFused), t), Algorithm::kOneShot);
+  EXPECT_EQ(pick(big, call(CollectiveKind::kAllReduce, kFused + 1), t), Algorithm::kFlatRing);
+  // Device buffers never; the other ranks' inputs must fit the byte budget.
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), world(2, 1, false)), Algorithm::kFlatRing);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 64, true, 64 * 3), world(4, 1)),
+            Algorithm::kOneShot);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 64, true, 64 * 3 - 1), world(4, 1)),
+            Algorithm::kFlatRing);
+}
+
+TEST(Selection, ForcedRulesComeFirstAndFallThroughWhereInfeasible) {
+  Config c;
+  c.with_algorithm("all_reduce:0-4k:@one_shot#4k-inf:@flat_ring;broadcast:@flat_ring");
+  ASSERT_TRUE(c.validate().is_ok());
+  EXPECT_EQ(c.global_strategy(), GlobalStrategy::kHierarchical);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), world(2, 2)), Algorithm::kFlatRing);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 4095), world(2, 2)), Algorithm::kOneShot);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 4096), world(2, 2)), Algorithm::kFlatRing);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kBroadcast, 8), world(1, 2)), Algorithm::kFlatRing);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kReduce, 8), world(1, 2)), Algorithm::kInProcess);
+  // Without a transport, nothing forced can run: in-process.
+  EXPECT_EQ(pick(c, call(CollectiveKind::kBroadcast, 8), in_process(2)), Algorithm::kInProcess);
+  // A hierarchical broadcast does not exist: the defaults decide.
+  Config h;
+  h.with_algorithm("broadcast:@hierarchical");
+  EXPECT_EQ(pick(h, call(CollectiveKind::kBroadcast, 8), world(2, 2)), Algorithm::kFlatRing);
+  // A forced one-shot of device buffers falls to the next rule.
+  Config o;
+  o.with_algorithm("all_reduce:@one_shot#@in_process");
+  EXPECT_EQ(pick(o, call(CollectiveKind::kAllReduce, 8), world(2, 2, false)),
+            Algorithm::kHierarchical);  // in_process infeasible across processes
+}
+
+TEST(Selection, ShorthandsSetTheStrategy) {
+  Config c;
+  c.with_algorithm("flat_ring;reduce:@flat_ring");
+  EXPECT_EQ(c.global_strategy(), GlobalStrategy::kFlatRing);
+  EXPECT_TRUE(c.validate().is_ok());
+  c.with_algorithm("flat;hierarchical");
+  EXPECT_EQ(c.global_strategy(), GlobalStrategy::kHierarchical);
+  auto s = strategy_of("all_reduce:@flat_ring");
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_FALSE(s.value().has_value());
+}
+
+TEST(Selection, ParsesRangesAndNames) {
+  auto r = parse_selection(" all_gather : 1k-2M:@flat_ring # 2m-inf:@in_process ; flat ");
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r.value().size(), 2u);
+  EXPECT_EQ(r.value()[0], (SelectionRule{CollectiveKind::kAllGather, 1024, std::size_t{2} << 20,
+                                         Algorithm::kFlatRing}));
+  EXPECT_EQ(r.value()[1], (SelectionRule{CollectiveKind::kAllGather, std::size_t{2} << 20,
+                                         SIZE_MAX, Algorithm::kInProcess}));
+  auto all = parse_selection("all_to_all_v:@flat_ring");
+  ASSERT_TRUE(all.is_ok());
+  EXPECT_EQ(all.value()[0], (SelectionRule{CollectiveKind::kAllToAllV, 0, SIZE_MAX,
+                                           Algorithm::kFlatRing}));
+  EXPECT_TRUE(parse_selection("").is_ok());
+}
+
+TEST(Selection, SyntaxErrorsNameTheItem) {
+  for (const char* bad :
+       {"tree", "all_reduce", "allreduce:@ring", "all_reduce:@ring", "all_reduce:4k-1k:@flat_ring",
+        "all_reduce:1k-1k:@flat_ring", "all_reduce:0-4x:@flat_ring", "all_reduce:0-4k@flat_ring",
+        "all_reduce:4k:@flat_ring", "all_reduce:0-99999999999999999999:@flat_ring",
+        "all_reduce:0-4k:flat_ring", "broadcast:@flat_ring#"}) {
+    SCOPED_TRACE(bad);
+    auto r = parse_selection(bad);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("algorithm selection item"), std::string::npos);
+    Config c;
+    c.with_algorithm(bad);
+    EXPECT_FALSE(c.validate().is_ok());
+  }
+}
+
+TEST(Selection, Names) {
+  EXPECT_EQ(algorithm_name(Algorithm::kInProcess), "in_process");
+  EXPECT_EQ(algorithm_name(Algorithm::kFlatRing), "flat_ring");
+  EXPECT_EQ(algorithm_name(Algorithm::kHierarchical), "hierarchical");
+  EXPECT_EQ(algorithm_name(Algorithm::kOneShot), "one_shot");
+}
+
+}  // namespace
+}  // namespace ruccl::core
