@@ -170,7 +170,7 @@ class Communicator::Impl::Seat {
   Seat& operator=(const Seat&) = delete;
   ~Seat() { depart(); }
   void numbered(std::uint64_t seq) { seq_ = seq; }
-  void watched(core::CallWatch& watch) { watch_ = &watch; }
+  void watched(core::CallWatch* watch) { watch_ = watch; }
   void arrived() { arrived_ = true; }
   void depart() noexcept {
     if (arrived_ && !departed_) impl_.rendezvous.depart(local_);
@@ -241,14 +241,24 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
   if (!req.has_input) req.in.device = devices[local];
 
   Call c(*this, rank, seq, req);
-  seat.watched(c.watch);
-  check_and_prepare(c);
-  agree(c, seat);
-  Result<core::RankOutcome> outcome = execute(c);
-  // A rank that failed to arrive never joined the generation: nothing to depart.
-  seat.depart();
-  record(c, outcome);
-  return outcome;
+  seat.watched(&c.watch);
+  // (Caught here, not only in call(): the Seat ends the call's flight entry
+  // through c.watch, which must still be alive.)
+  try {
+    check_and_prepare(c);
+    agree(c, seat);
+    Result<core::RankOutcome> outcome = execute(c);
+    // A rank that failed to arrive never joined the generation: nothing to depart.
+    seat.depart();
+    record(c, outcome);
+    seat.watched(nullptr);
+    return outcome;
+  } catch (...) {
+    Status why = core::current_exception_status(ErrorCode::kInternal, "the collective call");
+    seat.fail(why);
+    seat.watched(nullptr);
+    return why;
+  }
 }
 
 // Checks what this rank alone can check, and captures its tensor (prepare). A
