@@ -164,8 +164,8 @@ class Communicator {
 
  private:
   friend Result<std::shared_ptr<Communicator>> make_communicator(
-      std::vector<DeviceId>, std::shared_ptr<DeviceAdapter>, Config, std::unique_ptr<core::Spanning>,
-      std::shared_ptr<const core::FaultPlan>);
+      std::vector<DeviceId>, std::shared_ptr<DeviceAdapter>, Config,
+      std::unique_ptr<core::Spanning>, std::shared_ptr<const core::FaultPlan>);
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

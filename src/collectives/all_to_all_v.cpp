@@ -29,8 +29,8 @@ Status check_geometry(const Request& req, const Geometry& g, std::size_t rank, s
   if (total != g.rows)
     return Status(ErrorCode::kShapeMismatch,
                   "rank " + std::to_string(rank) + " passed send counts summing to " +
-                      std::to_string(total) + " rows but its input has " +
-                      std::to_string(g.rows) + " rows");
+                      std::to_string(total) + " rows but its input has " + std::to_string(g.rows) +
+                      " rows");
   if (req.out && g.count != 0 && req.out->data != nullptr) {
     // Peers read the input while the output is written: they must not overlap.
     const auto* in = static_cast<const std::byte*>(req.in.data);
@@ -38,8 +38,9 @@ Status check_geometry(const Request& req, const Geometry& g, std::size_t rank, s
     const std::size_t es = dtype_size(req.dtype);
     const std::size_t out_count = shape_count(req.out->shape).value_or(0);
     if (in < out + out_count * es && out < in + g.count * es)
-      return invalid(rank, "passed overlapping input and output buffers; all_to_all_v is "
-                           "out-of-place only");
+      return invalid(rank,
+                     "passed overlapping input and output buffers; all_to_all_v is "
+                     "out-of-place only");
   }
   // Any output size will do here: agreement checks it holds the rows received.
   if (req.out) RUCCL_TRY(check_view(*req.out, req.dtype, "output", rank, device));
@@ -74,11 +75,11 @@ Status agree_last(std::span<const Request* const> reqs, const std::string& what,
                     what + ": the rows rank " + std::to_string(d) + " receives overflow size_t");
     const auto& out = reqs[d]->out;
     if (out && out->count() < *elements)
-      return Status(ErrorCode::kShapeMismatch,
-                    what + ": rank " + std::to_string(d) + " receives " + std::to_string(*rows) +
-                        " rows of " + std::to_string(plan.geometry.unit) +
-                        " element(s) but its output holds " + std::to_string(out->count()) +
-                        " elements");
+      return Status(ErrorCode::kShapeMismatch, what + ": rank " + std::to_string(d) + " receives " +
+                                                   std::to_string(*rows) + " rows of " +
+                                                   std::to_string(plan.geometry.unit) +
+                                                   " element(s) but its output holds " +
+                                                   std::to_string(out->count()) + " elements");
   }
   return Status::ok();
 }

@@ -26,7 +26,7 @@ class Execution {
   const std::size_t es;     // element size
   const std::size_t world;  // the algorithm's world and rank (global)
   const std::size_t rank;
-  const std::size_t local;  // this rank's index in the local Work and rendezvous
+  const std::size_t local;   // this rank's index in the local Work and rendezvous
   std::size_t out_rows = 0;  // all_to_all_v: rows received
   RankOutcome outcome;
 

@@ -30,18 +30,17 @@ Status agree_first(std::span<const Request* const> reqs, const std::string& what
   // Every root is compared with rank 0's (agree_fields); rank 0's must index the world.
   const std::size_t world = reqs.size();
   if (reqs[0]->root >= world)
-    return Status(ErrorCode::kProtocolError,
-                  what + ": the fingerprint of rank 0 names root " +
-                      std::to_string(reqs[0]->root) + " outside a world of " +
-                      std::to_string(world));
+    return Status(ErrorCode::kProtocolError, what + ": the fingerprint of rank 0 names root " +
+                                                 std::to_string(reqs[0]->root) +
+                                                 " outside a world of " + std::to_string(world));
   plan.root = reqs[0]->root;
   return Status::ok();
 }
 
 Status agree_fields(std::span<const Request* const> reqs, const std::string& what) {
-  return first_difference(reqs, 0, ErrorCode::kRootMismatch, "root", what,
-                          [](const Request& q) { return q.root; },
-                          [](const Request& q) { return std::to_string(q.root); }, kEveryRank);
+  return first_difference(
+      reqs, 0, ErrorCode::kRootMismatch, "root", what, [](const Request& q) { return q.root; },
+      [](const Request& q) { return std::to_string(q.root); }, kEveryRank);
 }
 
 Status setup(Execution& x) {

@@ -53,7 +53,8 @@ Status GuardedAdapter::wait(const Queue& queue, Ticket ticket) {
   return guarded([&] { return inner_.wait(queue, ticket); });
 }
 Status GuardedAdapter::entering(const char* operation) {
-  return decorated_ == nullptr ? Status::ok() : guarded([&] { return decorated_->entering(operation); });
+  return decorated_ == nullptr ? Status::ok()
+                               : guarded([&] { return decorated_->entering(operation); });
 }
 
 }  // namespace core

@@ -20,8 +20,8 @@ std::optional<StagingStats> CallObserver::last_staging(std::size_t local) const 
                       slot.budget.load(std::memory_order_relaxed)};
 }
 
-CallWatch::CallWatch(CallObserver& observer, std::size_t local, std::size_t rank,
-                     std::uint64_t seq, CollectiveKind kind)
+CallWatch::CallWatch(CallObserver& observer, std::size_t local, std::size_t rank, std::uint64_t seq,
+                     CollectiveKind kind)
     : observer_(observer),
       local_(local),
       rank_(rank),
@@ -32,9 +32,9 @@ CallWatch::CallWatch(CallObserver& observer, std::size_t local, std::size_t rank
             observer.tracer() ? std::string(collective_name(kind)) + " #" + std::to_string(seq)
                               : std::string(),
             "collective",
-            observer.tracer() ? "\"seq\":" + std::to_string(seq) + ",\"world\":" +
-                                    std::to_string(observer.world_)
-                              : std::string()),
+            observer.tracer()
+                ? "\"seq\":" + std::to_string(seq) + ",\"world\":" + std::to_string(observer.world_)
+                : std::string()),
       started_(Clock::now()) {}
 
 void CallWatch::begun(const Request& request, std::size_t bytes) {
@@ -43,8 +43,8 @@ void CallWatch::begun(const Request& request, std::size_t bytes) {
   recorded_ = true;
 }
 
-void CallWatch::finished(Result<RankOutcome>& outcome, std::size_t peak_staging,
-                         std::size_t budget, bool user_aborted) {
+void CallWatch::finished(Result<RankOutcome>& outcome, std::size_t peak_staging, std::size_t budget,
+                         bool user_aborted) {
   if (outcome.is_ok()) {
     CallObserver::StagingSlot& slot = observer_.staging_[local_];
     slot.seq.store(seq_, std::memory_order_relaxed);
@@ -64,8 +64,8 @@ void CallWatch::finished(Result<RankOutcome>& outcome, std::size_t peak_staging,
   if (!outcome.is_ok()) {
     span_.add_arg("\"error\":\"" + std::string(error_code_name(outcome.status().code())) + "\"");
     logger.log(LogLevel::kWarn, rank_,
-               std::string(kind) + " #" + std::to_string(seq_) + " failed: " +
-                   outcome.status().to_string());
+               std::string(kind) + " #" + std::to_string(seq_) +
+                   " failed: " + outcome.status().to_string());
   } else if (logger.enabled(LogLevel::kTrace)) {
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - started_).count();
     logger.log(LogLevel::kTrace, rank_,

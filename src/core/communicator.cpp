@@ -66,7 +66,7 @@ struct Communicator::Impl {
   std::vector<core::ScratchCache> scratch;           // per rank, its thread only
   core::CallObserver observer;  // tracing, logging, flight recorder, staging stats
   const std::shared_ptr<const core::FaultPlan> fault_plan;  // RUCCL_FAULT, parsed once
-  const core::FaultPlan& faults;                           // empty almost always
+  const core::FaultPlan& faults;                            // empty almost always
   const core::Topology topology;
   const core::AlgorithmTable algorithms;  // from Config: strategy, one_shot_bytes, RUCCL_ALGO
   std::atomic<bool> user_aborted{false};  // abort() was called: kAborted is no failure to dump
@@ -128,7 +128,7 @@ struct Communicator::Impl::Call {
   std::optional<core::FaultyAdapter> faulty;
   std::optional<core::GuardedAdapter> guarded;
   DeviceAdapter* device = nullptr;
-  std::shared_ptr<AdapterState> state;      // from prepare
+  std::shared_ptr<AdapterState> state;       // from prepare
   std::optional<Result<core::Plan>> agreed;  // across processes: this rank's agreement
   Result<core::Rendezvous::Generation*> generation =
       static_cast<core::Rendezvous::Generation*>(nullptr);
@@ -324,8 +324,7 @@ void Communicator::Impl::agree(Call& c, Seat& seat) {
   if (c.generation.is_ok()) seat.arrived();
   // This rank agreed, but another local rank did not (or agreed otherwise):
   // its peers in other processes may go on with the plan. Tell them.
-  if (spanning && c.agreed->is_ok() && c.generation.is_ok() &&
-      !c.generation.value()->plan.is_ok())
+  if (spanning && c.agreed->is_ok() && c.generation.is_ok() && !c.generation.value()->plan.is_ok())
     spanning->failed(c.local, c.seq, c.generation.value()->plan.status());
 }
 
@@ -346,36 +345,37 @@ Result<core::RankOutcome> Communicator::Impl::execute(Call& c) {
   // This rank's own agreement failed where the group's plan holds (another
   // local rank's agreement completed first): it brings its error along.
   if (c.agreed && !c.agreed->is_ok()) job.failed = c.agreed->status();
-  const Status prepared = core::catch_to_status(ErrorCode::kInternal, "preparing the executors", [&] {
-    job.rank = c.local;
-    job.global_rank = c.rank;
-    job.world = world;
-    const core::Plan& plan = generation.plan.value();
-    const core::CallShape call{c.req.kind, plan.geometry.count * dtype_size(plan.dtype),
-                               c.req.max_chunk_bytes, spanning ? spanning->fused_capacity() : 0,
-                               plan.one_shot};
-    job.algorithm = core::choose_algorithm(call, topology, algorithms);
-    if (spanning) {
-      executors = spanning->executors(c.local, c.seq, job.algorithm, c.req.kind, generation.work,
-                                      *c.device, plan, config.timeout());
-      job.run = executors.run.get();
-      job.across = executors.across.get();
-      job.algorithm = executors.algorithm;
-      job.spanning = spanning.get();
-    }
-    job.request = &c.req;
-    job.geometry = &c.geometry.value();
-    job.generation = &generation;
-    job.rendezvous = &rendezvous;
-    job.adapter = c.device;
-    job.state = std::move(c.state);
-    job.segment_bytes = config.segment_bytes();
-    job.scratch = &scratch[c.local];
-    job.timeout = config.timeout();
-    job.tracer = observer.tracer();
-    if (c.faults.in_steps()) job.faults = &faults;
-    return Status::ok();
-  });
+  const Status prepared =
+      core::catch_to_status(ErrorCode::kInternal, "preparing the executors", [&] {
+        job.rank = c.local;
+        job.global_rank = c.rank;
+        job.world = world;
+        const core::Plan& plan = generation.plan.value();
+        const core::CallShape call{c.req.kind, plan.geometry.count * dtype_size(plan.dtype),
+                                   c.req.max_chunk_bytes, spanning ? spanning->fused_capacity() : 0,
+                                   plan.one_shot};
+        job.algorithm = core::choose_algorithm(call, topology, algorithms);
+        if (spanning) {
+          executors = spanning->executors(c.local, c.seq, job.algorithm, c.req.kind,
+                                          generation.work, *c.device, plan, config.timeout());
+          job.run = executors.run.get();
+          job.across = executors.across.get();
+          job.algorithm = executors.algorithm;
+          job.spanning = spanning.get();
+        }
+        job.request = &c.req;
+        job.geometry = &c.geometry.value();
+        job.generation = &generation;
+        job.rendezvous = &rendezvous;
+        job.adapter = c.device;
+        job.state = std::move(c.state);
+        job.segment_bytes = config.segment_bytes();
+        job.scratch = &scratch[c.local];
+        job.timeout = config.timeout();
+        job.tracer = observer.tracer();
+        if (c.faults.in_steps()) job.faults = &faults;
+        return Status::ok();
+      });
   if (!prepared.is_ok() && !job.failed) job.failed = prepared;
   if (job.failed) {  // the setup barrier carries it (engine.hpp); nothing else is used
     job.rank = c.local;
@@ -406,8 +406,8 @@ Result<std::shared_ptr<Communicator>> Communicator::create(std::vector<DeviceId>
                                                            Config config) {
   // The plan of a valid config (make_communicator validates it first).
   auto plan = core::FaultPlan::parse(config.fault());
-  auto faults = std::make_shared<const core::FaultPlan>(plan ? std::move(plan).value()
-                                                             : core::FaultPlan{});
+  auto faults =
+      std::make_shared<const core::FaultPlan>(plan ? std::move(plan).value() : core::FaultPlan{});
   return make_communicator(std::move(devices), std::move(adapter), std::move(config), nullptr,
                            std::move(faults));
 }

@@ -19,10 +19,10 @@
 #include <optional>
 #include <string>
 
-#include "core/fault.hpp"
-#include "core/spanning.hpp"
 #include "collectives/collective.hpp"
 #include "collectives/execution.hpp"
+#include "core/fault.hpp"
+#include "core/spanning.hpp"
 #include "ring/algorithms.hpp"
 #include "ring/schedule.hpp"
 
@@ -168,10 +168,12 @@ class Decorated {
 // hooks (collectives/collective.hpp).
 class RankExecution {
  public:
-  explicit RankExecution(const RankJob& job) : job_(job), x_(job), kind_(rules(job.request->kind)) {}
+  explicit RankExecution(const RankJob& job)
+      : job_(job), x_(job), kind_(rules(job.request->kind)) {}
 
   Result<RankOutcome> run() {
-    Status setup_status = catch_to_status(ErrorCode::kInternal, "collective setup", [&] { return setup(); });
+    Status setup_status =
+        catch_to_status(ErrorCode::kInternal, "collective setup", [&] { return setup(); });
     RUCCL_TRY(job_.rendezvous->barrier(x_.local, std::move(setup_status), barrier_deadline(job_)));
     Status done = catch_to_status(ErrorCode::kInternal, "the algorithm", [&] {
       InProcRun in_process(job_, x_.rank, x_.world);
@@ -185,7 +187,9 @@ class RankExecution {
         return Status::ok();
       });
     }
-    if (done.is_ok()) done = catch_to_status(ErrorCode::kInternal, "collective completion", [&] { return complete(); });
+    if (done.is_ok())
+      done = catch_to_status(ErrorCode::kInternal, "collective completion",
+                             [&] { return complete(); });
     RUCCL_TRY(job_.rendezvous->barrier(x_.local, std::move(done), barrier_deadline(job_)));
     return std::move(x_.outcome);
   }
@@ -210,7 +214,8 @@ class RankExecution {
   }
 
   Status algorithm(ring::RankRun& run) {
-    if (job_.algorithm == Algorithm::kHierarchical && job_.across != nullptr) {  // local: in-process
+    if (job_.algorithm == Algorithm::kHierarchical &&
+        job_.across != nullptr) {  // local: in-process
       InProcRun in_process(job_, x_.local, x_.work.world);
       Decorated local(in_process, job_, steps_, job_.tracer,
                       job_.tracer ? trace_args() : std::string());

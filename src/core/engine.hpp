@@ -16,8 +16,8 @@
 #include "core/catch_to_status.hpp"
 #include "core/log.hpp"
 #include "core/rendezvous.hpp"
-#include "core/work.hpp"
 #include "core/selection.hpp"
+#include "core/work.hpp"
 #include "ring/rank_run.hpp"
 
 namespace ruccl::core {

@@ -71,10 +71,10 @@ Result<Plan> agree(std::span<const Request* const> reqs,
   plan.shape = lead.shape;
   // Receivers of the value form allocate the sender's count.
   if (!checked_mul(plan.geometry.count, dtype_size(plan.dtype)))
-    return Status(ErrorCode::kProtocolError,
-                  what + ": the fingerprint of rank " + std::to_string(plan.root) + " claims " +
-                      std::to_string(plan.geometry.count) +
-                      " elements, whose byte size overflows size_t");
+    return Status(ErrorCode::kProtocolError, what + ": the fingerprint of rank " +
+                                                 std::to_string(plan.root) + " claims " +
+                                                 std::to_string(plan.geometry.count) +
+                                                 " elements, whose byte size overflows size_t");
 
   // 4. Shapes: equal, unless the kind says otherwise (a broadcast receiver's
   //    own output must hold the sender's count; all_to_all_v needs equal rows).

@@ -114,8 +114,10 @@ Result<std::vector<SelectionRule>> parse_selection(std::string_view text) {
         if (range.back() != ':') return bad(item, "expected <lo>-<hi>:@<algorithm>");
         range.remove_suffix(1);
         const std::size_t dash = range.find('-');
-        const auto lo = dash == std::string_view::npos ? std::nullopt : parse_bytes(range.substr(0, dash));
-        const auto hi = dash == std::string_view::npos ? std::nullopt : parse_bytes(range.substr(dash + 1));
+        const auto lo =
+            dash == std::string_view::npos ? std::nullopt : parse_bytes(range.substr(0, dash));
+        const auto hi =
+            dash == std::string_view::npos ? std::nullopt : parse_bytes(range.substr(dash + 1));
         if (!lo || !hi || *lo >= *hi)
           return bad(item, "bad byte range '" + std::string(range) + "'");
         r.lo = *lo;

@@ -29,9 +29,9 @@
 #include <string_view>
 #include <vector>
 
+#include "ruccl/communicator.hpp"
 #include "ruccl/config.hpp"
 #include "ruccl/status.hpp"
-#include "ruccl/communicator.hpp"
 #include "ruccl/types.hpp"
 
 namespace ruccl::core {
@@ -54,18 +54,18 @@ std::string_view algorithm_name(Algorithm a) noexcept;
 
 // Where the ranks are: the same for every call of a communicator.
 struct Topology {
-  std::size_t world = 1;      // ranks in all processes
-  std::size_t local = 1;      // ranks in this process (every process has as many)
-  bool spanning = false;      // there is a transport to other processes
-  bool host_buffers = true;   // the ranks' buffers are host memory
+  std::size_t world = 1;     // ranks in all processes
+  std::size_t local = 1;     // ranks in this process (every process has as many)
+  bool spanning = false;     // there is a transport to other processes
+  bool host_buffers = true;  // the ranks' buffers are host memory
 };
 
 // What of one call the choice reads (from the plan, or before the agreement
 // from this rank's own request).
 struct CallShape {
   CollectiveKind kind = CollectiveKind::kAllReduce;
-  std::size_t bytes = 0;           // of the (common) input
-  std::size_t budget = SIZE_MAX;   // max_chunk_bytes
+  std::size_t bytes = 0;          // of the (common) input
+  std::size_t budget = SIZE_MAX;  // max_chunk_bytes
   // Bytes one message of the agreement can carry beside the fingerprint.
   std::size_t fused_capacity = 0;
   // One-shot only: every rank's input was delivered with its fingerprint

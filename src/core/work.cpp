@@ -12,10 +12,10 @@ bool outside(std::size_t offset, std::size_t count, std::size_t size) {
 
 Status out_of_bounds(const char* what, std::size_t rank, std::size_t offset, std::size_t count,
                      const char* buffer, std::size_t size) {
-  return Status(ErrorCode::kInternal,
-                std::string(what) + " out of bounds: [" + std::to_string(offset) + ", +" +
-                    std::to_string(count) + ") of local rank " + std::to_string(rank) + "'s " +
-                    buffer + " of " + std::to_string(size) + " elements");
+  return Status(ErrorCode::kInternal, std::string(what) + " out of bounds: [" +
+                                          std::to_string(offset) + ", +" + std::to_string(count) +
+                                          ") of local rank " + std::to_string(rank) + "'s " +
+                                          buffer + " of " + std::to_string(size) + " elements");
 }
 
 }  // namespace

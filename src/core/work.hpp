@@ -24,8 +24,8 @@ namespace ruccl {
 // a root-less reduce).
 struct RankBuffers {
   DeviceId device{};
-  void* stream = nullptr;          // the caller's stream (CUDA); null on the host
-  const void* input = nullptr;     // the caller's input (Source::kInput, kReduceInput)
+  void* stream = nullptr;       // the caller's stream (CUDA); null on the host
+  const void* input = nullptr;  // the caller's input (Source::kInput, kReduceInput)
   std::size_t input_count = 0;
   const void* send = nullptr;
   std::size_t send_count = 0;

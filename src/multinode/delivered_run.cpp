@@ -13,8 +13,8 @@ Status DeliveredRun::step(std::span<const Transfer> sends, std::span<const Trans
   };
   for (const Transfer& t : sends)
     if (undelivered(t))
-      return Status(ErrorCode::kInternal, "rank " + std::to_string(rank_) +
-                                              ": a send the delivered inputs do not hold");
+      return Status(ErrorCode::kInternal,
+                    "rank " + std::to_string(rank_) + ": a send the delivered inputs do not hold");
   const std::size_t es = dtype_size(work_.dtype);
   core::Queued queued(adapter_, work_.ranks[local_].queue());
   return queued.settle([&]() -> Status {
@@ -23,9 +23,9 @@ Status DeliveredRun::step(std::span<const Transfer> sends, std::span<const Trans
         return Status(ErrorCode::kInternal, "rank " + std::to_string(rank_) +
                                                 ": a receive from rank " + std::to_string(t.peer) +
                                                 " outside the delivered inputs");
-      RUCCL_TRY(queued.add(core::combine(adapter_, work_, local_, t.dst_offset,
-                                         inputs_[t.peer] + t.src.offset * es, t.src.count,
-                                         combine)));
+      RUCCL_TRY(
+          queued.add(core::combine(adapter_, work_, local_, t.dst_offset,
+                                   inputs_[t.peer] + t.src.offset * es, t.src.count, combine)));
     }
     return Status::ok();
   }());

@@ -13,8 +13,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "ring/rank_run.hpp"
 #include "core/work.hpp"
+#include "ring/rank_run.hpp"
 
 namespace ruccl::multinode {
 

@@ -6,8 +6,8 @@
 // Creation (world_creation.cpp) hands it the bootstrap and the transports.
 #include "multinode/world_spanning.hpp"
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -119,12 +119,13 @@ class WorldSpanning final : public core::Spanning {
     for (std::size_t r = 0; r < world_; ++r) {
       if (r == me) continue;
       os.in[r].resize((capacity + 7) / 8);
-      sends.push_back({r, os.out.data(), record + payload,
-                       transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(me), 0}),
-                       seq});
-      recvs.push_back({r, os.in[r].data(), capacity,
-                       transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(r), 0}),
-                       seq, up_to ? &os.got[r] : nullptr});
+      sends.push_back(
+          {r, os.out.data(), record + payload,
+           transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(me), 0}), seq});
+      recvs.push_back(
+          {r, os.in[r].data(), capacity,
+           transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(r), 0}), seq,
+           up_to ? &os.got[r] : nullptr});
     }
     if (Status sent = transports_[local]->exchange(sends, recvs, Clock::now() + timeout); !sent)
       return sent.with_context(core::describe(seq, request.kind) + ": agreement (fingerprints)");
@@ -139,16 +140,15 @@ class WorldSpanning final : public core::Spanning {
       } else {
         all_sent_inputs = all_sent_inputs && os.got[r] == record + payload;
         auto d = os.got[r] < record
-                     ? Result<Decoded>(Status(
-                           ErrorCode::kProtocolError,
-                           "a message of " + std::to_string(os.got[r]) +
-                               " bytes, shorter than a fingerprint record (" +
-                               std::to_string(record) + ")"))
+                     ? Result<Decoded>(Status(ErrorCode::kProtocolError,
+                                              "a message of " + std::to_string(os.got[r]) +
+                                                  " bytes, shorter than a fingerprint record (" +
+                                                  std::to_string(record) + ")"))
                      : decode(std::span(os.in[r].data(), os.words), world_);
         if (!d) {
-          const Status bad = d.status().with_context(
-              "collective #" + std::to_string(seq) + ": the fingerprint from rank " +
-              std::to_string(r));
+          const Status bad =
+              d.status().with_context("collective #" + std::to_string(seq) +
+                                      ": the fingerprint from rank " + std::to_string(r));
           transports_[local]->notify_failure(seq, bad);  // the others agreed: tell them
           return bad;
         }
@@ -197,8 +197,8 @@ class WorldSpanning final : public core::Spanning {
       for (std::size_t r = 0; r < world_; ++r)
         inputs[r] = reinterpret_cast<const std::byte*>(
             (r == first_ + local ? os.out : os.in[r]).data() + os.words);
-      out.run = std::make_unique<DeliveredRun>(adapter, work, local, first_ + local,
-                                                          world_, std::move(inputs), os.count);
+      out.run = std::make_unique<DeliveredRun>(adapter, work, local, first_ + local, world_,
+                                               std::move(inputs), os.count);
       return out;
     }
     os.ready = false;
@@ -226,13 +226,14 @@ class WorldSpanning final : public core::Spanning {
       transport::TransportRunOptions o = options(kAcrossComm);
       o.peer_base = local;
       o.peer_stride = per_process_;
-      out.across = std::make_unique<transport::TransportRun>(
-          *transports_[local], adapter, work, local, first_ / per_process_, processes, o);
+      out.across =
+          std::make_unique<transport::TransportRun>(*transports_[local], adapter, work, local,
+                                                    first_ / per_process_, processes, o);
       return out;
     }
     out.algorithm = core::Algorithm::kFlatRing;  // also a one-shot without its inputs
-    out.run = std::make_unique<transport::TransportRun>(
-        *transports_[local], adapter, work, local, first_ + local, world_, options(kDataComm));
+    out.run = std::make_unique<transport::TransportRun>(*transports_[local], adapter, work, local,
+                                                        first_ + local, world_, options(kDataComm));
     return out;
   }
 
@@ -251,16 +252,16 @@ class WorldSpanning final : public core::Spanning {
   struct OneShot {
     bool ready = false;  // collective `seq` runs one-shot over the inputs below
     std::uint64_t seq = 0;
-    std::size_t count = 0;  // elements of each input
-    std::size_t words = 0;  // of the fingerprint record, in front of each input
-    std::vector<std::uint64_t> out;              // this rank's record + input
+    std::size_t count = 0;           // elements of each input
+    std::size_t words = 0;           // of the fingerprint record, in front of each input
+    std::vector<std::uint64_t> out;  // this rank's record + input
     std::vector<std::vector<std::uint64_t>> in;  // each other rank's message
     std::vector<std::size_t> got;                // bytes received from each rank
     std::vector<transport::SendOp> sends;        // the agreement's messages (scratch)
     std::vector<transport::RecvOp> recvs;
   };
   const std::size_t record_bytes_;  // of one fingerprint record (wire_words)
-  std::vector<OneShot> one_shot_;     // per local rank
+  std::vector<OneShot> one_shot_;   // per local rank
   // Receive buffers of reduction steps, kept across collectives (per local rank).
   std::vector<std::vector<transport::StagingBuffer>> staging_;
 };

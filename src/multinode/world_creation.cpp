@@ -7,8 +7,8 @@
 
 #include <sys/random.h>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -42,9 +42,9 @@ using transport::Clock;
 //   2. "open transports": one UCX transport per local device; the payload is
 //      their addresses (the address exchange);
 //   3. "connect and handshake": endpoints to every rank, the challenge-response
-//      handshake (keyed by the job token), then the outcome. After a local failure (a peer that died
-//      mid-handshake, typically) the agreement waits only kGrace: the others
-//      failed at about the same time, and the dead one never comes.
+//      handshake (keyed by the job token), then the outcome. After a local failure (a peer that
+//      died mid-handshake, typically) the agreement waits only kGrace: the others failed at about
+//      the same time, and the dead one never comes.
 // RUCCL_FAULT's create faults (core/fault.hpp) exit or throw at each stage.
 
 constexpr auto kGrace = std::chrono::milliseconds(2000);
@@ -140,9 +140,8 @@ Status compare_settings(const bootstrap::Blobs& payloads, const std::vector<Sett
       ok = get_u64(in, at, v);
       peers[p].values.push_back(v);
     }
-    ok = ok && get_u64(in, at, token_bytes) &&
-         (token_bytes == 0 || token_bytes == token.size()) && token_bytes <= in.size() - at &&
-         (p == 0) == (token_bytes == token.size());
+    ok = ok && get_u64(in, at, token_bytes) && (token_bytes == 0 || token_bytes == token.size()) &&
+         token_bytes <= in.size() - at && (p == 0) == (token_bytes == token.size());
     if (!ok)
       return Status(ErrorCode::kProtocolError, step + "process " + std::to_string(p) +
                                                    " sent a malformed record of " +
@@ -178,10 +177,10 @@ std::vector<std::byte> pack(const std::vector<std::unique_ptr<transport::Transpo
 Status unpack(const std::vector<std::byte>& blob, std::size_t process, std::size_t count,
               std::vector<std::vector<std::byte>>& out) {
   const auto bad = [&] {
-    return Status(ErrorCode::kProtocolError,
-                  "creation (open transports): process " + std::to_string(process) +
-                      " sent a malformed address record of " + std::to_string(blob.size()) +
-                      " bytes");
+    return Status(ErrorCode::kProtocolError, "creation (open transports): process " +
+                                                 std::to_string(process) +
+                                                 " sent a malformed address record of " +
+                                                 std::to_string(blob.size()) + " bytes");
   };
   std::size_t at = 0;
   for (std::size_t i = 0; i < count; ++i) {
@@ -239,8 +238,10 @@ std::chrono::milliseconds bootstrap_timeout(const Config& config) {
 // through step 1). Parsed once per communicator: creation's faults fire here,
 // the others in the communicator and its executors, which share this plan.
 std::shared_ptr<const core::FaultPlan> fault_plan(const Config& config, const Status& valid) {
-  auto plan = valid ? core::FaultPlan::parse(config.fault()) : Result<core::FaultPlan>(core::FaultPlan{});
-  return std::make_shared<const core::FaultPlan>(plan ? std::move(plan).value() : core::FaultPlan{});
+  auto plan =
+      valid ? core::FaultPlan::parse(config.fault()) : Result<core::FaultPlan>(core::FaultPlan{});
+  return std::make_shared<const core::FaultPlan>(plan ? std::move(plan).value()
+                                                      : core::FaultPlan{});
 }
 
 // One process's creation of a world communicator, as its named steps; each
@@ -271,11 +272,12 @@ class Creation {
       if (topo_.process == 0) RUCCL_TRY(draw_token(token_));
       return Status::ok();
     });
-    const auto payload = pack_settings(settings, topo_.process == 0 && local ? &token_ : nullptr,
-                                       topo_.hostname);
-    auto agreed = bootstrap::agree_outcome(
-        *boot_, local, payload, "creation (agree on devices and config)",
-        bootstrap::Wait::within(local ? config_.timeout() : boot_->timeout()));
+    const auto payload =
+        pack_settings(settings, topo_.process == 0 && local ? &token_ : nullptr, topo_.hostname);
+    auto agreed =
+        bootstrap::agree_outcome(*boot_, local, payload, "creation (agree on devices and config)",
+                                 bootstrap::Wait::within(local ? config_.timeout()
+                                                               : boot_->timeout()));
     RUCCL_TRY(agreed);
     return compare_settings(agreed.value(), settings, token_);
   }
@@ -291,7 +293,8 @@ class Creation {
       options.checksum = config_.checksum();
       if (config_.intra_node_shared_memory())
         for (std::size_t peer = 0; peer < world_; ++peer)
-          options.unwatched_peers.push_back(topo_.node_of_process[peer / per_process_] == topo_.node);
+          options.unwatched_peers.push_back(topo_.node_of_process[peer / per_process_] ==
+                                            topo_.node);
       for (std::size_t d = 0; d < per_process_; ++d) {
         auto t = transport::make_ucx_transport(options);
         RUCCL_TRY(t);
@@ -367,9 +370,9 @@ class Creation {
   Result<std::shared_ptr<Communicator>> communicator() && {
     auto adapter = make_adapter(devices_.front().kind);
     RUCCL_TRY(adapter);
-    auto spanning = multinode::make_world_spanning(std::move(abort_flag_), std::move(boot_),
-                                                   std::move(transports_), first_, world_, config_,
-                                                   faults_);
+    auto spanning =
+        multinode::make_world_spanning(std::move(abort_flag_), std::move(boot_),
+                                       std::move(transports_), first_, world_, config_, faults_);
     return core::make_spanning_communicator(std::move(devices_), adapter.value(),
                                             std::move(config_), std::move(spanning), faults_);
   }
@@ -403,7 +406,8 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
 }
 
 Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootstrap(
-    std::unique_ptr<bootstrap::Bootstrap> boot, std::vector<DeviceId> local_devices, Config config) {
+    std::unique_ptr<bootstrap::Bootstrap> boot, std::vector<DeviceId> local_devices,
+    Config config) {
   if (!boot) return Status(ErrorCode::kInvalidArgument, "no bootstrap");
   Creation creation(std::move(boot), std::move(local_devices), std::move(config));
   RUCCL_TRY(creation.agree_on_devices_and_config());

@@ -290,8 +290,8 @@ Status TransportRun::collect_streams(std::span<const Transfer> sends,
     if (t.peer == rank_) {
       self_.push_back(Transfer{local_, t.src, t.dst_offset, t.source});
     } else if (t.peer >= world_) {
-      return Status(ErrorCode::kInternal, "staged receive from rank " + std::to_string(t.peer) +
-                                              " outside the world");
+      return Status(ErrorCode::kInternal,
+                    "staged receive from rank " + std::to_string(t.peer) + " outside the world");
     } else {
       RUCCL_TRY(destination(t, combine));
       add(in_streams_, t, t.peer);
@@ -329,11 +329,11 @@ Status TransportRun::run_schedule(const staging::Schedule& plan, Combine combine
         case staging::ActionKind::kStageOut: {
           const staging::Segment& seg = plan.sends[a.index];
           const Transfer& t = *message(out_streams_, seg).transfer;
-          auto from = source(Transfer{t.peer, Range{t.src.offset + seg.offset, seg.count}, 0,
-                                      t.source});
+          auto from =
+              source(Transfer{t.peer, Range{t.src.offset + seg.offset, seg.count}, 0, t.source});
           RUCCL_TRY(from);
-          RUCCL_TRY(keep(adapter_.copy(queue, slot_buffer(true, seg.stream, seg.slot),
-                                       from.value(), seg.count * es),
+          RUCCL_TRY(keep(adapter_.copy(queue, slot_buffer(true, seg.stream, seg.slot), from.value(),
+                                       seg.count * es),
                          out_tickets_[a.index]));
           break;
         }
@@ -364,10 +364,10 @@ Status TransportRun::run_schedule(const staging::Schedule& plan, Combine combine
         case staging::ActionKind::kStageIn: {
           const staging::Segment& seg = plan.recvs[a.index];
           const Transfer& t = *message(in_streams_, seg).transfer;
-          RUCCL_TRY(keep(core::combine(adapter_, work_, local_, t.dst_offset + seg.offset,
-                                       slot_buffer(false, seg.stream, seg.slot), seg.count,
-                                       combine),
-                         in_tickets_[a.index]));
+          RUCCL_TRY(
+              keep(core::combine(adapter_, work_, local_, t.dst_offset + seg.offset,
+                                 slot_buffer(false, seg.stream, seg.slot), seg.count, combine),
+                   in_tickets_[a.index]));
           break;
         }
       }

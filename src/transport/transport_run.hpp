@@ -36,8 +36,8 @@
 #include <vector>
 
 #include "core/fault.hpp"
-#include "ring/rank_run.hpp"
 #include "core/work.hpp"
+#include "ring/rank_run.hpp"
 #include "transport/staging_pipeline.hpp"
 #include "transport/transport.hpp"
 

@@ -156,7 +156,8 @@ TEST_P(AllReduce, EveryDtypeAtALargeCountAndOddRows) {
   std::uint64_t k = 0;
   for (DataType dtype : kReducible) {
     cases.push_back({dtype, kAllReduceOps[k % 5], Shape{65537}, kForms[k % 4], 1000 + k});
-    cases.push_back({dtype, kAllReduceOps[(k + 2) % 5], Shape{world + 2, 3}, kForms[(k + 1) % 4], 2000 + k});
+    cases.push_back(
+        {dtype, kAllReduceOps[(k + 2) % 5], Shape{world + 2, 3}, kForms[(k + 1) % 4], 2000 + k});
     ++k;
   }
   Failures f;
@@ -409,8 +410,9 @@ TEST_F(AllReduceByHand, IntegerMeanTruncatesTowardZeroAndSumWraps) {
     run_local_ranks(*comm, f, [&](std::size_t rank) {
       Status s;
       // i32 mean of {-1, -1, -2} = -4 / 3 = -1 (toward zero, not -2).
-      std::int64_t a = as_int(DataType::kI32, reduce_one_in_place(b, *comm, rank, DataType::kI32,
-                                                                  ReduceOp::kMean, u(rank == 2 ? -2 : -1), s));
+      std::int64_t a =
+          as_int(DataType::kI32, reduce_one_in_place(b, *comm, rank, DataType::kI32,
+                                                     ReduceOp::kMean, u(rank == 2 ? -2 : -1), s));
       RANK_CHECK(f, rank, s.is_ok() && a == -1, describe(s) << " i32 mean got " << a);
       // i8 sum of {100, 100, 100} wraps to 44; mean of the wrapped sum is 14.
       std::int64_t b8 = as_int(DataType::kI8, reduce_one_in_place(b, *comm, rank, DataType::kI8,
@@ -426,7 +428,9 @@ TEST_F(AllReduceByHand, IntegerMeanTruncatesTowardZeroAndSumWraps) {
       // u64 prod wraps: (2^32)^3 = 0 mod 2^64... plus one: (2^32+1)^3 mod 2^64.
       const std::uint64_t x = (std::uint64_t{1} << 32) + 1;
       std::uint64_t e = 0;
-      std::memcpy(&e, reduce_one_in_place(b, *comm, rank, DataType::kU64, ReduceOp::kProd, x, s).data(), 8);
+      std::memcpy(&e,
+                  reduce_one_in_place(b, *comm, rank, DataType::kU64, ReduceOp::kProd, x, s).data(),
+                  8);
       RANK_CHECK(f, rank, s.is_ok() && e == x * x * x, describe(s) << " u64 prod got " << e);
     });
   }

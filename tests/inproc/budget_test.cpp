@@ -55,7 +55,8 @@ void every_collective(Communicator& comm, std::size_t rank, CallOptions opts, st
   const std::size_t root = (salt + 1) % world;
   auto rd = comm.reduce(rank, iv, ReduceOp::kSum, root, opts);
   if (!rd.is_ok()) f.add(rank, what + " reduce: " + describe(rd.status()));
-  else if (rank == root && rd->has_value()) check_result(f, rank, what + " reduce", **rd, dt, shape, sum);
+  else if (rank == root && rd->has_value())
+    check_result(f, rank, what + " reduce", **rd, dt, shape, sum);
   else RANK_CHECK(f, rank, rd->has_value() == (rank == root), what << " reduce: root/non-root result");
 
   const Bytes root_data = move_input_buffer(dt, root, count, salt);
@@ -242,7 +243,8 @@ TEST_P(Budget, EmptyTensorsNeedNoBudget) {
 // bounded call stages nothing (peak 0) and reports the budget it ran under;
 // the into forms of BoundedCommunicator give the same results as the value forms.
 TEST_P(Budget, InProcessStagesNothing) {
-  if (!tested_factory().in_process()) GTEST_SKIP() << "staging across processes: world_staging_test";
+  if (!tested_factory().in_process())
+    GTEST_SKIP() << "staging across processes: world_staging_test";
   const std::size_t world = GetParam();
   auto comm = make_comm(world);
   BoundedCommunicator bounded(comm, 64);  // 16 f32: every range is cut many times

@@ -66,14 +66,17 @@ TEST_P(Collectives, ReduceToEveryRoot) {
                 const Bytes sentinel = filled(original.size(), 0x5A);
                 const Buffer out = b.upload(rank, sentinel);
                 TensorView ov = out.view1(dt);
-                if (rank != root && (rank + salt) % 2 == 0) ov = TensorView::of(nullptr, dt, 0, b.device(rank));
+                if (rank != root && (rank + salt) % 2 == 0)
+                  ov = TensorView::of(nullptr, dt, 0, b.device(rank));
                 Status s = comm->reduce_into(rank, iv, ov, op, root);
                 if (!s.is_ok()) {
                   f.add(rank, what + ": " + describe(s));
                   continue;
                 }
                 if (rank == root) check_bytes(f, rank, what, dt, out.download().data(), want);
-                else RANK_CHECK(f, rank, out.download() == sentinel, what << ": non-root output touched");
+                else
+                  RANK_CHECK(f, rank, out.download() == sentinel,
+                             what << ": non-root output touched");
                 RANK_CHECK(f, rank, in.download() == original, what << ": input changed");
               } else {
                 Status s = comm->reduce_into(rank, iv, iv, op, root);
@@ -82,7 +85,9 @@ TEST_P(Collectives, ReduceToEveryRoot) {
                   continue;
                 }
                 if (rank == root) check_bytes(f, rank, what, dt, in.download().data(), want);
-                else RANK_CHECK(f, rank, in.download() == original, what << ": non-root buffer touched");
+                else
+                  RANK_CHECK(f, rank, in.download() == original,
+                             what << ": non-root buffer touched");
               }
             }
           }
@@ -134,7 +139,8 @@ TEST_P(Collectives, BroadcastFromEveryRoot) {
               }
               b.check_bytes(f, rank, what, dt, ov.data, want);
             }
-            if (rank == root) RANK_CHECK(f, rank, in.download() == want, what << ": root input changed");
+            if (rank == root)
+              RANK_CHECK(f, rank, in.download() == want, what << ": root input changed");
           }
         }
       }
@@ -373,8 +379,9 @@ TEST_P(Collectives, LargeTensorsInTheRemainingDtypes) {
       ReduceOp op;
       std::size_t count;
     };
-    for (const Red& c : {Red{DataType::kF16, ReduceOp::kSum, 65537}, Red{DataType::kI32, ReduceOp::kMax, 7},
-                         Red{DataType::kF64, ReduceOp::kMin, 1003}}) {
+    for (const Red& c :
+         {Red{DataType::kF16, ReduceOp::kSum, 65537}, Red{DataType::kI32, ReduceOp::kMax, 7},
+          Red{DataType::kF64, ReduceOp::kMin, 1003}}) {
       const std::size_t root = (salt++) % world;
       const std::string what = tag("reduce", c.dt, {c.count}, "value", root);
       const Buffer in = b.upload(rank, reduce_input_buffer(c.dt, c.op, rank, c.count, salt));
@@ -382,10 +389,12 @@ TEST_P(Collectives, LargeTensorsInTheRemainingDtypes) {
       if (!r.is_ok()) f.add(rank, what + ": " + describe(r.status()));
       else if (r->has_value() != (rank == root)) f.add(rank, what + ": result at the wrong rank");
       else if (rank == root)
-        b.check_tensor(f, rank, what, **r, c.dt, {c.count}, expected_reduction(c.dt, c.op, world, c.count, salt));
+        b.check_tensor(f, rank, what, **r, c.dt, {c.count},
+                       expected_reduction(c.dt, c.op, world, c.count, salt));
     }
-    for (const auto& [dt, shape] : {std::pair{DataType::kI64, Shape{65537}}, std::pair{DataType::kF64, Shape{1003}},
-                                    std::pair{DataType::kI32, Shape{7, 3}}, std::pair{DataType::kBF16, Shape{2}}}) {
+    for (const auto& [dt, shape] :
+         {std::pair{DataType::kI64, Shape{65537}}, std::pair{DataType::kF64, Shape{1003}},
+          std::pair{DataType::kI32, Shape{7, 3}}, std::pair{DataType::kBF16, Shape{2}}}) {
       const std::size_t root = (salt++) % world, count = shape_count(shape).value();
       const std::string what = tag("broadcast", dt, shape, "into", root);
       const Bytes want = move_input_buffer(dt, root, count, salt);
@@ -396,7 +405,8 @@ TEST_P(Collectives, LargeTensorsInTheRemainingDtypes) {
       if (!st.is_ok()) f.add(rank, what + ": " + describe(st));
       else check_bytes(f, rank, what, dt, out.download().data(), want);
     }
-    for (const auto& [dt, shape] : {std::pair{DataType::kI32, Shape{1003}}, std::pair{DataType::kF16, Shape{3, 5}}}) {
+    for (const auto& [dt, shape] :
+         {std::pair{DataType::kI32, Shape{1003}}, std::pair{DataType::kF16, Shape{3, 5}}}) {
       ++salt;
       const std::size_t count = shape_count(shape).value();
       Bytes want;
@@ -412,15 +422,17 @@ TEST_P(Collectives, LargeTensorsInTheRemainingDtypes) {
       if (!r.is_ok()) f.add(rank, what + ": " + describe(r.status()));
       else b.check_tensor(f, rank, what, *r, dt, out_shape, want);
     }
-    for (const auto& [dt, rows] : {std::pair{DataType::kI64, std::size_t{1003}},
-                                   std::pair{DataType::kBF16, 2 * world + 3}, std::pair{DataType::kF64, world + 1}}) {
+    for (const auto& [dt, rows] :
+         {std::pair{DataType::kI64, std::size_t{1003}}, std::pair{DataType::kBF16, 2 * world + 3},
+          std::pair{DataType::kF64, world + 1}}) {
       ++salt;
       const ReduceOp op = kAllReduceOps[salt % 5];
       const Range mine = ring::balanced_range(rows, world, rank, 3);
       const Bytes full = expected_reduction(dt, op, world, rows * 3, salt);
       const std::size_t esz = dtype_size(dt);
       const Bytes want(full.begin() + mine.offset * esz, full.begin() + mine.end() * esz);
-      const std::string what = tag("reduce_scatter", dt, {rows, 3}, "value") + " op " + std::string(op_name(op));
+      const std::string what =
+          tag("reduce_scatter", dt, {rows, 3}, "value") + " op " + std::string(op_name(op));
       const Buffer in = b.upload(rank, reduce_input_buffer(dt, op, rank, rows * 3, salt));
       auto r = comm->reduce_scatter(rank, in.view(dt, {rows, 3}), op);
       if (!r.is_ok()) f.add(rank, what + ": " + describe(r.status()));
@@ -443,13 +455,16 @@ TEST_P(Collectives, BackToBackTinyAndMixedCollectives) {
     const auto w = static_cast<std::int64_t>(world);
     for (std::int64_t i = 0; i < 200; ++i) {
       Bytes x(8);
-      encode(DataType::kI64, static_cast<std::uint64_t>(7 * static_cast<std::int64_t>(rank) + i), x.data());
+      encode(DataType::kI64, static_cast<std::uint64_t>(7 * static_cast<std::int64_t>(rank) + i),
+             x.data());
       Bytes want(8);
       encode(DataType::kI64, static_cast<std::uint64_t>(7 * w * (w - 1) / 2 + w * i), want.data());
       const Buffer in = b.upload(rank, x);
       auto r = comm->all_reduce(rank, in.view1(DataType::kI64), ReduceOp::kSum);
-      if (!r.is_ok()) return f.add(rank, "tiny all_reduce " + std::to_string(i) + ": " + describe(r.status()));
-      b.check_tensor(f, rank, "tiny all_reduce " + std::to_string(i), *r, DataType::kI64, {1}, want);
+      if (!r.is_ok())
+        return f.add(rank, "tiny all_reduce " + std::to_string(i) + ": " + describe(r.status()));
+      b.check_tensor(f, rank, "tiny all_reduce " + std::to_string(i), *r, DataType::kI64, {1},
+                     want);
     }
     for (std::size_t i = 0; i < 24; ++i) {
       const std::uint64_t salt = 600 + i;
@@ -468,7 +483,8 @@ TEST_P(Collectives, BackToBackTinyAndMixedCollectives) {
           auto r = comm->reduce(rank, in.view1(dt), op, root);
           if (!r.is_ok()) return f.add(rank, what + ": " + describe(r.status()));
           if (rank == root && r->has_value()) b.check_tensor(f, rank, what, **r, dt, {n}, want);
-          RANK_CHECK(f, rank, r->has_value() == (rank == root), what << ": result at the wrong rank");
+          RANK_CHECK(f, rank, r->has_value() == (rank == root),
+                     what << ": result at the wrong rank");
         }
       } else if (i % 4 == 1) {
         const Bytes want = move_input_buffer(DataType::kI32, root, n, salt);

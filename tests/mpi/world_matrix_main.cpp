@@ -53,9 +53,8 @@ TEST(WorldStrategies, SideBySideAlternatelyAndConcurrently) {
   auto sum_case = [&](Communicator& c, std::size_t rank, std::int32_t i, const char* what) {
     std::int32_t x = static_cast<std::int32_t>(7 * rank) + i, y = -1;
     const DeviceId dev = tested_backend().device(rank);
-    Status s = c.all_reduce_into(
-        rank, TensorView::of(&x, DataType::kI32, 1, dev), TensorView::of(&y, DataType::kI32, 1, dev),
-        ReduceOp::kSum);
+    Status s = c.all_reduce_into(rank, TensorView::of(&x, DataType::kI32, 1, dev),
+                                 TensorView::of(&y, DataType::kI32, 1, dev), ReduceOp::kSum);
     const auto w = static_cast<std::int32_t>(world);
     RANK_CHECK(f, rank, s.is_ok() && y == 7 * w * (w - 1) / 2 + w * i,
                what << " " << i << ": " << describe(s) << " got " << y);

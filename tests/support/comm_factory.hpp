@@ -41,7 +41,9 @@ class CommFactory {
   // A communicator of n ranks (can_make(n)); throws std::runtime_error on
   // failure. Across processes every process must call it at the same point.
   virtual std::shared_ptr<Communicator> make_comm(std::size_t n, const Config& config) const = 0;
-  std::shared_ptr<Communicator> make_comm(std::size_t n) const { return make_comm(n, test_config(n)); }
+  std::shared_ptr<Communicator> make_comm(std::size_t n) const {
+    return make_comm(n, test_config(n));
+  }
 };
 
 // Every rank a thread of this process, over tested_backend().
@@ -61,11 +63,11 @@ void run_local_ranks(const Communicator& comm, Failures& failures,
   ::testing::ValuesIn(::ruccl::test::tested_factory().worlds({__VA_ARGS__}))
 
 // In a test body: skips unless the factory makes n-rank worlds here.
-#define RUCCL_SKIP_UNLESS_WORLD(n)                                                   \
-  do {                                                                               \
-    if (!::ruccl::test::tested_factory().can_make(n))                                \
+#define RUCCL_SKIP_UNLESS_WORLD(n)                                                  \
+  do {                                                                              \
+    if (!::ruccl::test::tested_factory().can_make(n))                               \
       GTEST_SKIP() << ::ruccl::test::tested_factory().name() << " makes no " << (n) \
-                   << "-rank world here";                                            \
+                   << "-rank world here";                                           \
   } while (0)
 
 }  // namespace ruccl::test

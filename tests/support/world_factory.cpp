@@ -19,12 +19,14 @@ class WorldFactory final : public CommFactory {
   bool can_make(std::size_t n) const override { return n == world_; }
   std::shared_ptr<Communicator> make_comm(std::size_t n, const Config& config) const override {
     if (n != world_)
-      throw std::runtime_error(name() + ": asked for " + std::to_string(n) + " ranks, the processes make " +
-                               std::to_string(world_));
+      throw std::runtime_error(name() + ": asked for " + std::to_string(n) +
+                               " ranks, the processes make " + std::to_string(world_));
     Config c = config;
-    auto comm = create_world_communicator(host_devices(per_process_),
-                                          c.with_global_strategy(strategy_).with_num_devices(per_process_));
-    if (!comm.is_ok()) throw std::runtime_error("create_world_communicator: " + comm.status().to_string());
+    auto comm =
+        create_world_communicator(host_devices(per_process_),
+                                  c.with_global_strategy(strategy_).with_num_devices(per_process_));
+    if (!comm.is_ok())
+      throw std::runtime_error("create_world_communicator: " + comm.status().to_string());
     if (comm.value()->world_size() != world_)
       throw std::runtime_error(name() + ": made " + std::to_string(comm.value()->world_size()) +
                                " ranks, expected " + std::to_string(world_));

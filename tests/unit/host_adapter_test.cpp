@@ -141,7 +141,8 @@ TEST(Resolve, EveryRangeOutsideItsBufferIsInternal) {
   }
   // kReduceInput also needs the destination's input there.
   r.work.ranks[0].input_count = 1;
-  auto got = core::resolve(r.work, Transfer{0, Range{0, 2}, 0}, Combine::kReduceInput, kElsewhere, 0);
+  auto got =
+      core::resolve(r.work, Transfer{0, Range{0, 2}, 0}, Combine::kReduceInput, kElsewhere, 0);
   ASSERT_FALSE(got.is_ok());
   EXPECT_NE(got.status().message().find("own input range"), std::string::npos);
   // A null buffer holds nothing; an empty transfer needs nothing.
@@ -208,10 +209,10 @@ struct TwoRanks {
   TwoRanks() {
     work.world = 2;
     work.ranks.resize(2);
-    work.ranks[0] = RankBuffers{host_device(0), nullptr, in0.data(), 2, out0.data(), 2,
-                                out0.data(), 2, state0};
-    work.ranks[1] = RankBuffers{host_device(1), nullptr, in1.data(), 2, in1.data(), 2,
-                                nullptr, 0, state1};
+    work.ranks[0] =
+        RankBuffers{host_device(0), nullptr, in0.data(), 2, out0.data(), 2, out0.data(), 2, state0};
+    work.ranks[1] =
+        RankBuffers{host_device(1), nullptr, in1.data(), 2, in1.data(), 2, nullptr, 0, state1};
   }
 };
 

@@ -61,7 +61,8 @@ std::string val_string(const Val& v) {
   if (!v.written) return "unwritten";
   std::string s = "index " + std::to_string(v.index) + " from {";
   for (std::size_t r = 0; r < kMaxWorld; ++r)
-    if (v.from[r]) s += " " + std::to_string(r) + (v.from[r] > 1 ? "x" + std::to_string(v.from[r]) : "");
+    if (v.from[r])
+      s += " " + std::to_string(r) + (v.from[r] > 1 ? "x" + std::to_string(v.from[r]) : "");
   return s + " }";
 }
 
@@ -79,9 +80,9 @@ struct Recorded {
 // One rank's memory in the replay (see src/core/engine.cpp's layouts).
 struct RankState {
   std::vector<Val> input;
-  std::vector<Val> buf;             // the recv buffer (and send buffer unless send_is_input)
-  bool send_is_input = false;       // all_to_all_v, the broadcast root
-  bool aliased = false;             // in place: input is buf
+  std::vector<Val> buf;        // the recv buffer (and send buffer unless send_is_input)
+  bool send_is_input = false;  // all_to_all_v, the broadcast root
+  bool aliased = false;        // in place: input is buf
   const std::vector<Val>& in() const { return aliased ? buf : input; }
   const std::vector<Val>& send() const { return send_is_input ? in() : buf; }
 };
@@ -108,13 +109,14 @@ class RecordingRun final : public RankRun {
 // A group of ranks that step together (all ranks; a process's local ranks; the
 // ranks with one local index across processes), and what each recorded.
 struct Group {
-  std::vector<std::size_t> members;            // global ranks, by rank in group
-  std::vector<std::vector<Recorded>> steps;    // [rank in group][step]
+  std::vector<std::size_t> members;          // global ranks, by rank in group
+  std::vector<std::vector<Recorded>> steps;  // [rank in group][step]
 };
 
 class Replay {
  public:
-  Replay(std::size_t world, std::size_t unit, std::size_t max) : states(world), unit_(unit), max_(max), events_(world) {}
+  Replay(std::size_t world, std::size_t unit, std::size_t max)
+      : states(world), unit_(unit), max_(max), events_(world) {}
   std::vector<RankState> states;
   std::vector<std::string> errors;
 
@@ -152,8 +154,8 @@ class Replay {
         const Group& g = groups_[gi];
         bool ready = true;
         for (std::size_t m : g.members)
-          ready = ready && next[m] < events_[m].size() &&
-                  events_[m][next[m]].group == gi && events_[m][next[m]].step == group_step[gi];
+          ready = ready && next[m] < events_[m].size() && events_[m][next[m]].group == gi &&
+                  events_[m][next[m]].step == group_step[gi];
         if (!ready) continue;
         execute(gi, group_step[gi]++);
         for (std::size_t m : g.members) ++next[m];
@@ -183,7 +185,8 @@ class Replay {
   void check_message(const std::string& where, const Transfer& t, std::size_t world) {
     if (t.peer >= world) fail(where + ": peer " + std::to_string(t.peer) + " out of the group");
     if (t.src.count == 0 || t.src.count > max_)
-      fail(where + ": " + std::to_string(t.src.count) + " elements, budget " + std::to_string(max_));
+      fail(where + ": " + std::to_string(t.src.count) + " elements, budget " +
+           std::to_string(max_));
     if (t.src.count % unit_ || t.src.offset % unit_ || t.dst_offset % unit_)
       fail(where + ": not whole units of " + std::to_string(unit_));
   }
@@ -194,8 +197,10 @@ class Replay {
     const std::string at = "group " + std::to_string(gi) + " step " + std::to_string(k);
     // Matching: piece i of s -> d is piece i of d <- s.
     for (std::size_t s = 0; s < n; ++s) {
-      for (const Transfer& t : g.steps[s][k].sends) check_message(at + " send of " + std::to_string(s), t, n);
-      for (const Transfer& t : g.steps[s][k].recvs) check_message(at + " recv of " + std::to_string(s), t, n);
+      for (const Transfer& t : g.steps[s][k].sends)
+        check_message(at + " send of " + std::to_string(s), t, n);
+      for (const Transfer& t : g.steps[s][k].recvs)
+        check_message(at + " recv of " + std::to_string(s), t, n);
     }
     // out[s][d]: what s sends to d, in piece order; in[d][s]: what d takes from s.
     auto& out = out_;
@@ -253,13 +258,16 @@ class Replay {
         if (t.peer >= n) continue;
         for (std::size_t i = 0; i < t.src.count; ++i, ++next) {
           const std::size_t e = t.dst_offset + i;
-          auto where = [&] { return at + ": rank " + std::to_string(d) + " element " + std::to_string(e); };
+          auto where = [&] {
+            return at + ": rank " + std::to_string(d) + " element " + std::to_string(e);
+          };
           if (e >= me.buf.size()) {
             fail(where() + ": past its " + std::to_string(me.buf.size()) + "-element buffer");
             continue;
           }
           if (written[e]) fail(where() + ": written twice in one step");
-          if (!read_buf[d].empty() && read_buf[d][e]) fail(where() + ": written while a peer reads it");
+          if (!read_buf[d].empty() && read_buf[d][e])
+            fail(where() + ": written while a peer reads it");
           written[e] = 1;
           const Val in = got[d][next];
           if (!in.written) fail(where() + ": receives an unwritten element");
@@ -271,7 +279,8 @@ class Replay {
           }
           if (!base.written) fail(where() + ": reduces into an unwritten element");
           if (base.index != in.index)
-            fail(where() + ": combines index " + std::to_string(base.index) + " with " + std::to_string(in.index));
+            fail(where() + ": combines index " + std::to_string(base.index) + " with " +
+                 std::to_string(in.index));
           for (std::size_t r = 0; r < kMaxWorld; ++r) base.from[r] += in.from[r];
           me.buf[e] = base;
         }
@@ -354,7 +363,8 @@ void replay_ring(Ring kind, const Shape& sh, bool in_place) {
         rp.expect(r, e, kind == Ring::kAllGather ? input_val(c, e) : reduced_val(w, e));
       }
   const char* names[] = {"ring_reduce_scatter", "ring_all_gather", "ring_all_reduce"};
-  finish(rp, std::string(names[static_cast<int>(kind)]) + (in_place ? " in place " : " ") + sh.name());
+  finish(rp,
+         std::string(names[static_cast<int>(kind)]) + (in_place ? " in place " : " ") + sh.name());
 }
 
 // Hierarchical all-reduce over P processes x D local ranks (global p * D + d).
@@ -450,7 +460,8 @@ void replay_all_to_all_v(const Shape& sh, std::size_t most) {
     for (std::size_t s = 0; s < w; ++s) {
       std::size_t send_at = 0;
       for (std::size_t p = 0; p < d; ++p) send_at += rows[s][p];
-      for (std::size_t e = 0; e < rows[s][d] * row; ++e) rp.expect(d, at * row + e, input_val(s, send_at * row + e));
+      for (std::size_t e = 0; e < rows[s][d] * row; ++e)
+        rp.expect(d, at * row + e, input_val(s, send_at * row + e));
       at += rows[s][d];
     }
   }
@@ -468,7 +479,8 @@ TEST(RingReplay, RingPassesEveryWorldBudgetAndCount) {
       for (std::size_t b : budgets())
         for (std::size_t c : counts(w)) {
           const Shape sh{w, c, unit, b * unit};
-          for (Ring k : {Ring::kReduceScatter, Ring::kAllGather, Ring::kAllReduce}) replay_ring(k, sh, false);
+          for (Ring k : {Ring::kReduceScatter, Ring::kAllGather, Ring::kAllReduce})
+            replay_ring(k, sh, false);
           replay_ring(Ring::kReduceScatter, sh, true);
           replay_ring(Ring::kAllReduce, sh, true);
         }
@@ -535,8 +547,10 @@ TEST(RingReplayBroken, ReceiverCutsMessagesDifferentlyThanSender) {
     const auto chunks = balanced_ranges(40, 4);
     std::vector<Transfer> sends, recvs;
     const RingStep s = reduce_scatter_step(rank, 4, 0);
-    append_messages(sends, ring_next(rank, 4), chunks[s.send_chunk], chunks[s.send_chunk].offset, 2);
-    append_messages(recvs, ring_prev(rank, 4), chunks[s.recv_chunk], chunks[s.recv_chunk].offset, 1);
+    append_messages(sends, ring_next(rank, 4), chunks[s.send_chunk], chunks[s.send_chunk].offset,
+                    2);
+    append_messages(recvs, ring_prev(rank, 4), chunks[s.recv_chunk], chunks[s.recv_chunk].offset,
+                    1);
     return run.step(sends, recvs, Combine::kReduceInput);
   });
   EXPECT_TRUE(any_contains(errors, "that differ in size")) << ::testing::PrintToString(errors);

@@ -29,8 +29,7 @@ const CollectiveKind kAll[] = {CollectiveKind::kAllReduce,     CollectiveKind::k
                                CollectiveKind::kReduceScatter, CollectiveKind::kAllToAllV};
 
 TEST(Selection, InProcessCommunicatorsAlwaysRunInProcess) {
-  for (const Config& config :
-       {Config(), Config().with_global_strategy(GlobalStrategy::kFlatRing)})
+  for (const Config& config : {Config(), Config().with_global_strategy(GlobalStrategy::kFlatRing)})
     for (CollectiveKind kind : kAll)
       for (std::size_t bytes : {std::size_t{0}, std::size_t{8}, std::size_t{1} << 26})
         EXPECT_EQ(pick(config, call(kind, bytes), in_process(4)), Algorithm::kInProcess)
@@ -74,7 +73,8 @@ TEST(Selection, OneShotBounds) {
   const std::size_t limit = Config::kDefaultOneShotBytes;
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, limit), t), Algorithm::kOneShot);
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, limit + 1), t), Algorithm::kFlatRing);
-  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 0), t), Algorithm::kFlatRing);  // nothing to send
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 0), t),
+            Algorithm::kFlatRing);  // nothing to send
   // RUCCL_ONE_SHOT_BYTES=0: never; larger: up to what one message carries.
   EXPECT_EQ(pick(Config().with_one_shot_bytes(0), call(CollectiveKind::kAllReduce, 8), t),
             Algorithm::kFlatRing);
@@ -130,12 +130,12 @@ TEST(Selection, ParsesRangesAndNames) {
   ASSERT_EQ(r.value().size(), 2u);
   EXPECT_EQ(r.value()[0], (SelectionRule{CollectiveKind::kAllGather, 1024, std::size_t{2} << 20,
                                          Algorithm::kFlatRing}));
-  EXPECT_EQ(r.value()[1], (SelectionRule{CollectiveKind::kAllGather, std::size_t{2} << 20,
-                                         SIZE_MAX, Algorithm::kInProcess}));
+  EXPECT_EQ(r.value()[1], (SelectionRule{CollectiveKind::kAllGather, std::size_t{2} << 20, SIZE_MAX,
+                                         Algorithm::kInProcess}));
   auto all = parse_selection("all_to_all_v:@flat_ring");
   ASSERT_TRUE(all.is_ok());
-  EXPECT_EQ(all.value()[0], (SelectionRule{CollectiveKind::kAllToAllV, 0, SIZE_MAX,
-                                           Algorithm::kFlatRing}));
+  EXPECT_EQ(all.value()[0],
+            (SelectionRule{CollectiveKind::kAllToAllV, 0, SIZE_MAX, Algorithm::kFlatRing}));
   EXPECT_TRUE(parse_selection("").is_ok());
 }
 

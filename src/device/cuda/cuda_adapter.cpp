@@ -67,7 +67,8 @@ kernels::Op kernel_op(ReduceOp op) {
     case ReduceOp::kProd: return kernels::Op::kProd;
     case ReduceOp::kMin: return kernels::Op::kMin;
     case ReduceOp::kMax: return kernels::Op::kMax;
-    case ReduceOp::kSum: case ReduceOp::kMean: break;  // Mean divides in divide()
+    case ReduceOp::kSum:
+    case ReduceOp::kMean: break;  // Mean divides in divide()
   }
   return kernels::Op::kSum;
 }
@@ -227,7 +228,8 @@ class CudaAdapter final : public DeviceAdapter {
       auto from = locate(src, 1, l, "copy source");
       RUCCL_TRY(from);
       // A peer copy only between two GPUs' memory; anything else through UVA.
-      const int src_gpu = to.value().type == cudaMemoryTypeHost ? l.gpu : from.value().device_gpu(l.gpu);
+      const int src_gpu =
+          to.value().type == cudaMemoryTypeHost ? l.gpu : from.value().device_gpu(l.gpu);
       return queue_copy(l, dst, src, src_gpu, bytes);
     });
   }
@@ -250,7 +252,8 @@ class CudaAdapter final : public DeviceAdapter {
       const bool stage_a = !readable(l, where_a.value()) || (a != dst && overlaps(a, dst, bytes));
       const bool stage_b = !readable(l, where_b.value()) || (b != dst && overlaps(b, dst, bytes));
       if (stage_a || stage_b) {
-        auto staging = l.staging.reserve(l.gpu, l.stream.get(), bytes * (stage_a && stage_b ? 2 : 1));
+        auto staging =
+            l.staging.reserve(l.gpu, l.stream.get(), bytes * (stage_a && stage_b ? 2 : 1));
         RUCCL_TRY(staging);
         auto* room = static_cast<std::byte*>(staging.value());
         if (stage_b) {
@@ -263,9 +266,9 @@ class CudaAdapter final : public DeviceAdapter {
           a = room;
         }
       }
-      return check(static_cast<cudaError_t>(kernels::launch_reduce(
-                       *kernel_type(dtype), kernel_op(op), dst, a, b, count, l.sm_count,
-                       l.stream.get())),
+      return check(static_cast<cudaError_t>(kernels::launch_reduce(*kernel_type(dtype),
+                                                                   kernel_op(op), dst, a, b, count,
+                                                                   l.sm_count, l.stream.get())),
                    "reduction kernel launch on " + l.name(), l.gpu);
     });
   }
@@ -277,8 +280,9 @@ class CudaAdapter final : public DeviceAdapter {
     if (count == 0) return Ticket{0};
     return queued(queue, "divide", [&](Lane& l) -> Status {
       RUCCL_TRY(check_pointer(data, dtype_size(dtype), l.gpu, "Mean's result", l.name()));
-      return check(static_cast<cudaError_t>(kernels::launch_divide(
-                       *kernel_type(dtype), data, count, divisor, l.sm_count, l.stream.get())),
+      return check(static_cast<cudaError_t>(kernels::launch_divide(*kernel_type(dtype), data, count,
+                                                                   divisor, l.sm_count,
+                                                                   l.stream.get())),
                    "Mean's division kernel launch on " + l.name(), l.gpu);
     });
   }
@@ -407,7 +411,8 @@ class CudaAdapter final : public DeviceAdapter {
     switch (w.type) {
       case cudaMemoryTypeDevice: return peer_access(l.gpu, w.device);
       case cudaMemoryTypeManaged: return true;
-      case cudaMemoryTypeHost: case cudaMemoryTypeUnregistered: break;
+      case cudaMemoryTypeHost:
+      case cudaMemoryTypeUnregistered: break;
     }
     return false;
   }
