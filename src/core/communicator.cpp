@@ -107,10 +107,10 @@ PlannedFaults planned(const core::FaultPlan& plan, std::size_t rank, std::uint64
 
 // One rank's call in progress, from its sequence number to its outcome.
 struct Communicator::Impl::Call {
-  Call(Impl& impl, std::size_t rank_, std::uint64_t seq_, core::Request& request)
-      : rank(rank_),
-        local(rank_ - impl.first),
-        seq(seq_),
+  Call(Impl& impl, std::size_t global_rank, std::uint64_t sequence, core::Request& request)
+      : rank(global_rank),
+        local(global_rank - impl.first),
+        seq(sequence),
         req(request),
         watch(impl.observer, local, rank, seq, request.kind),
         faults(planned(impl.faults, rank, seq)) {}

@@ -94,7 +94,7 @@ class Queued {
     return Status::ok();
   }
   // `status` if it failed, else the outcome of the wait.
-  Status settle(Status status) {
+  Status settle(const Status& status) {
     const Status waited = last_ == 0 ? Status::ok() : adapter_.wait(queue_, last_);
     last_ = 0;
     return status.is_ok() ? waited : status;

@@ -374,7 +374,7 @@ Status TransportRun::run_schedule(const staging::Schedule& plan, Combine combine
     }
     return Status::ok();
   }();
-  if (!status.is_ok()) return queued.settle(std::move(status));
+  if (!status.is_ok()) return queued.settle(status);
   return status;
 }
 
