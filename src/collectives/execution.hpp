@@ -1,6 +1,6 @@
 // Execution: one rank's side of one agreed collective, as the buffer layouts
-// of src/collectives see it. The engine (core/engine.cpp) owns it, runs the
-// barriers around it and implements the helpers below; a collective's setup,
+// of src/collectives see it. The engine (core/engine.cpp) owns it and runs the
+// barriers around it; the helpers below are in execution.cpp; a collective's setup,
 // run and complete hooks (collective.hpp) only lay out buffers and pick the
 // src/ring algorithm.
 #pragma once
