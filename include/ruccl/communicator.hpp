@@ -35,7 +35,7 @@ namespace ruccl {
 
 class Communicator;
 namespace core {
-class Spanning;
+class RemoteRanks;
 class FaultPlan;
 }  // namespace core
 
@@ -165,7 +165,7 @@ class Communicator {
  private:
   friend Result<std::shared_ptr<Communicator>> make_communicator(
       std::vector<DeviceId>, std::shared_ptr<DeviceAdapter>, Config,
-      std::unique_ptr<core::Spanning>, std::shared_ptr<const core::FaultPlan>);
+      std::unique_ptr<core::RemoteRanks>, std::shared_ptr<const core::FaultPlan>);
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

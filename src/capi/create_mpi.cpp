@@ -1,7 +1,7 @@
 // ruccl_comm_create_mpi_f: a C API communicator over a caller's MPI
 // communicator. Part of ruccl_multinode (built with MPI and UCX): the handle
 // becomes a bootstrap in src/bootstrap (the only place that sees <mpi.h>), and
-// the bootstrap a world communicator in src/multinode.
+// the bootstrap a world communicator in src/world.
 //
 // Creation is collective, and MPI waits have no deadline: a process that
 // returned early on a bad argument would leave the others blocked in MPI. So
@@ -12,7 +12,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/fortran_handle.hpp"
 #include "capi/handles.hpp"
-#include "multinode/from_bootstrap.hpp"
+#include "world/from_bootstrap.hpp"
 
 extern "C" ruccl_result_t ruccl_comm_create_mpi_f(int64_t mpi_comm_fortran,
                                                   size_t num_local_devices,
@@ -43,7 +43,7 @@ extern "C" ruccl_result_t ruccl_comm_create_mpi_f(int64_t mpi_comm_fortran,
     RUCCL_TRY(local);  // this process's own reason first
     RUCCL_TRY(agreed);
 
-    auto created = ruccl::multinode::create_communicator_from_bootstrap(
+    auto created = ruccl::world::create_communicator_from_bootstrap(
         std::move(boot).value(), std::move(devices).value(), std::move(c));
     RUCCL_TRY(created);
     ruccl::capi::wrap(std::move(created).value(), comm);

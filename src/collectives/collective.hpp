@@ -2,7 +2,7 @@
 // collective kind, in the three places a call meets them:
 //   1. the local checks (check_local, core/request.cpp: what one rank alone
 //      can tell is wrong with its arguments);
-//   2. the agreement (agree, core/fingerprint.cpp: what ranks compare, and
+//   2. the agreement (agree, core/agreement.cpp: what ranks compare, and
 //      what the Plan holds beyond the common fields);
 //   3. the buffer layout (the engine, core/engine.cpp: which buffers the
 //      algorithm reads and writes, which src/ring algorithm runs, what the
@@ -17,7 +17,7 @@
 #include <span>
 #include <string>
 
-#include "core/fingerprint.hpp"
+#include "core/agreement.hpp"
 #include "core/request.hpp"
 
 namespace ruccl::ring {

@@ -14,30 +14,30 @@
 #include "core/engine.hpp"
 #include "core/fault.hpp"
 #include "core/rendezvous.hpp"
-#include "core/spanning.hpp"
+#include "core/remote_ranks.hpp"
 
 namespace ruccl {
 
 Result<std::shared_ptr<Communicator>> make_communicator(
     std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
-    std::unique_ptr<core::Spanning> spanning, std::shared_ptr<const core::FaultPlan> faults);
+    std::unique_ptr<core::RemoteRanks> remote, std::shared_ptr<const core::FaultPlan> faults);
 
 struct Communicator::Impl {
   Impl(std::vector<DeviceId> devs, std::shared_ptr<DeviceAdapter> adp, Config cfg,
-       std::unique_ptr<core::Spanning> span, std::shared_ptr<const core::FaultPlan> plan)
+       std::unique_ptr<core::RemoteRanks> span, std::shared_ptr<const core::FaultPlan> plan)
       : devices(std::move(devs)),
         adapter(std::move(adp)),
         config(std::move(cfg)),
-        spanning(std::move(span)),
-        first(spanning ? spanning->first_rank() : 0),
-        world(spanning ? spanning->world() : devices.size()),
+        remote(std::move(span)),
+        first(remote ? remote->first_rank() : 0),
+        world(remote ? remote->world() : devices.size()),
         rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1), first),
         next_seq(devices.size()),
         scratch(devices.size()),
         observer(first, devices.size(), world, config),
         fault_plan(std::move(plan)),
         faults(*fault_plan),
-        topology{world, devices.size(), spanning != nullptr, adapter->kind() == DeviceKind::kHost},
+        topology{world, devices.size(), remote != nullptr, adapter->kind() == DeviceKind::kHost},
         algorithms(core::make_table(config)) {}
 
   // One rank's collective. No exception leaves it: see Seat and call_body.
@@ -58,7 +58,7 @@ struct Communicator::Impl {
   const std::vector<DeviceId> devices;
   const std::shared_ptr<DeviceAdapter> adapter;
   const Config config;
-  const std::unique_ptr<core::Spanning> spanning;  // null: every rank is in this process
+  const std::unique_ptr<core::RemoteRanks> remote;  // null: every rank is in this process
   const std::size_t first;  // global rank of devices[0]
   const std::size_t world;  // global world size
   core::Rendezvous rendezvous;
@@ -186,7 +186,7 @@ class Communicator::Impl::Seat {
     } catch (...) {  // no memory for the context: the bare error
     }
     try {
-      if (impl_.spanning) impl_.spanning->failed(local_, *seq_, why);
+      if (impl_.remote) impl_.remote->failed(local_, *seq_, why);
     } catch (...) {  // the other processes find out at their deadlines
     }
     impl_.rendezvous.abort(why);
@@ -227,7 +227,7 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
   if (auto broken = rendezvous.broken()) {
     // Ranks in other processes may wait on this one's collective: tell them
     // (once per transport; nothing when abort() or a notice told them already).
-    if (spanning) spanning->failed(local, next_seq[local].load(), *broken);
+    if (remote) remote->failed(local, next_seq[local].load(), *broken);
     return *broken;
   }
   const std::uint64_t seq = next_seq[local].fetch_add(1);
@@ -291,25 +291,25 @@ void Communicator::Impl::check_and_prepare(Call& c) {
 // holds the same plan.
 void Communicator::Impl::agree(Call& c, Seat& seat) {
   const auto agree_started = core::Clock::now();
-  if (spanning) {
+  if (remote) {
     core::ScopedSpan span = c.watch.phase("agree (fingerprints)");
     // Whether this rank's input rides with its fingerprint: if every rank's
     // does, the plan says so, and the all-reduce may run one-shot.
     bool send_input = false;
     if (c.geometry.is_ok() && c.req.has_input && c.req.in.data != nullptr) {
       const core::CallShape offer{c.req.kind, c.bytes, c.req.max_chunk_bytes,
-                                  spanning->fused_capacity(), true};
+                                  remote->fused_capacity(), true};
       send_input = core::choose_algorithm(offer, topology, algorithms) == core::Algorithm::kOneShot;
     }
     bool threw = true;
     c.agreed = core::catch_to_status(ErrorCode::kInternal, "the agreement", [&] {
       auto plan =
-          spanning->agree_all(c.local, c.seq, c.req, c.geometry, send_input, config.timeout());
+          remote->agree_all(c.local, c.seq, c.req, c.geometry, send_input, config.timeout());
       threw = false;
       return plan;
     });
     // Thrown mid-exchange: ranks of other processes may wait on this one.
-    if (threw) spanning->failed(c.local, c.seq, c.agreed->status());
+    if (threw) remote->failed(c.local, c.seq, c.agreed->status());
     if (c.agreed->is_ok()) c.watch.agreed();
   }
   // After a failed agreement the local peers get no fresh deadline: a peer
@@ -324,8 +324,8 @@ void Communicator::Impl::agree(Call& c, Seat& seat) {
   if (c.generation.is_ok()) seat.arrived();
   // This rank agreed, but another local rank did not (or agreed otherwise):
   // its peers in other processes may go on with the plan. Tell them.
-  if (spanning && c.agreed->is_ok() && c.generation.is_ok() && !c.generation.value()->plan.is_ok())
-    spanning->failed(c.local, c.seq, c.generation.value()->plan.status());
+  if (remote && c.agreed->is_ok() && c.generation.is_ok() && !c.generation.value()->plan.is_ok())
+    remote->failed(c.local, c.seq, c.generation.value()->plan.status());
 }
 
 // Runs the agreed plan with the chosen algorithm's executors (the engine).
@@ -333,7 +333,7 @@ Result<core::RankOutcome> Communicator::Impl::execute(Call& c) {
   if (!c.generation.is_ok()) {
     // A rank that failed to arrive (aborted, timed out, the group broken) was
     // not told by the transport: its peers in other processes may wait on it.
-    if (spanning) spanning->failed(c.local, c.seq, c.generation.status());
+    if (remote) remote->failed(c.local, c.seq, c.generation.status());
     return c.generation.status();
   }
   core::Rendezvous::Generation& generation = *c.generation.value();
@@ -352,16 +352,16 @@ Result<core::RankOutcome> Communicator::Impl::execute(Call& c) {
         job.world = world;
         const core::Plan& plan = generation.plan.value();
         const core::CallShape call{c.req.kind, plan.geometry.count * dtype_size(plan.dtype),
-                                   c.req.max_chunk_bytes, spanning ? spanning->fused_capacity() : 0,
+                                   c.req.max_chunk_bytes, remote ? remote->fused_capacity() : 0,
                                    plan.one_shot};
         job.algorithm = core::choose_algorithm(call, topology, algorithms);
-        if (spanning) {
-          executors = spanning->executors(c.local, c.seq, job.algorithm, c.req.kind,
+        if (remote) {
+          executors = remote->executors(c.local, c.seq, job.algorithm, c.req.kind,
                                           generation.work, *c.device, plan, config.timeout());
           job.run = executors.run.get();
           job.across = executors.across.get();
           job.algorithm = executors.algorithm;
-          job.spanning = spanning.get();
+          job.remote = remote.get();
         }
         job.request = &c.req;
         job.geometry = &c.geometry.value();
@@ -381,7 +381,7 @@ Result<core::RankOutcome> Communicator::Impl::execute(Call& c) {
     job.rank = c.local;
     job.rendezvous = &rendezvous;
     job.timeout = config.timeout();
-    job.spanning = spanning.get();
+    job.remote = remote.get();
   }
   Result<core::RankOutcome> outcome = core::execute(job);
   if (outcome.is_ok()) {
@@ -392,7 +392,7 @@ Result<core::RankOutcome> Communicator::Impl::execute(Call& c) {
   }
   // A failure while running (not a plan error, which every rank derived
   // alike): ranks in other processes may be blocked on this one. Tell them.
-  if (spanning && !outcome.is_ok()) spanning->failed(c.local, c.seq, outcome.status());
+  if (remote && !outcome.is_ok()) remote->failed(c.local, c.seq, outcome.status());
   return outcome;
 }
 
@@ -412,17 +412,17 @@ Result<std::shared_ptr<Communicator>> Communicator::create(std::vector<DeviceId>
                            std::move(faults));
 }
 
-Result<std::shared_ptr<Communicator>> core::make_spanning_communicator(
+Result<std::shared_ptr<Communicator>> core::make_world_communicator(
     std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
-    std::unique_ptr<Spanning> spanning, std::shared_ptr<const FaultPlan> faults) {
-  if (!spanning) return Status(ErrorCode::kInvalidArgument, "no spanning part");
+    std::unique_ptr<RemoteRanks> remote, std::shared_ptr<const FaultPlan> faults) {
+  if (!remote) return Status(ErrorCode::kInvalidArgument, "no remote part");
   return make_communicator(std::move(devices), std::move(adapter), std::move(config),
-                           std::move(spanning), std::move(faults));
+                           std::move(remote), std::move(faults));
 }
 
 Result<std::shared_ptr<Communicator>> make_communicator(
     std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
-    std::unique_ptr<core::Spanning> spanning, std::shared_ptr<const core::FaultPlan> faults) {
+    std::unique_ptr<core::RemoteRanks> remote, std::shared_ptr<const core::FaultPlan> faults) {
   if (devices.empty())
     return Status(ErrorCode::kInvalidArgument, "a communicator needs at least one device");
   if (!adapter) return Status(ErrorCode::kInvalidArgument, "the device adapter is null");
@@ -441,7 +441,7 @@ Result<std::shared_ptr<Communicator>> make_communicator(
   }
   if (!faults) faults = std::make_shared<const core::FaultPlan>();
   auto impl = std::make_unique<Communicator::Impl>(std::move(devices), std::move(adapter),
-                                                   std::move(config), std::move(spanning),
+                                                   std::move(config), std::move(remote),
                                                    std::move(faults));
   return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
 }
@@ -456,7 +456,7 @@ const Config& Communicator::config() const { return impl_->config; }
 
 void Communicator::abort(std::string reason) {
   impl_->user_aborted.store(true);
-  if (impl_->spanning) {
+  if (impl_->remote) {
     // Every local rank's notice names it and its collective (the one it is
     // in, else the next): that is what its peers in other processes wait on.
     std::vector<std::pair<std::uint64_t, Status>> notices;
@@ -470,7 +470,7 @@ void Communicator::abort(std::string reason) {
                                            (busy ? "in" : "before") + " collective #" +
                                            std::to_string(seq) + ": " + reason));
     }
-    impl_->spanning->abort(notices);
+    impl_->remote->abort(notices);
   }
   impl_->rendezvous.abort(Status(ErrorCode::kAborted, std::move(reason)));
 }

@@ -22,7 +22,7 @@
 #include "collectives/collective.hpp"
 #include "collectives/execution.hpp"
 #include "core/fault.hpp"
-#include "core/spanning.hpp"
+#include "core/remote_ranks.hpp"
 #include "ring/algorithms.hpp"
 #include "ring/schedule.hpp"
 
@@ -39,7 +39,7 @@ constexpr auto kLocalGrace = std::chrono::milliseconds(500);
 
 Clock::time_point barrier_deadline(const RankJob& job) {
   return Clock::now() + job.timeout +
-         (job.spanning != nullptr ? kLocalGrace : Clock::duration::zero());
+         (job.remote != nullptr ? kLocalGrace : Clock::duration::zero());
 }
 
 class InProcRun final : public ring::RankRun {
@@ -181,9 +181,9 @@ class RankExecution {
                     job_.tracer ? trace_args() : std::string());
       return algorithm(*run);
     });
-    if (!done.is_ok() && job_.spanning != nullptr) {  // remote and local peers may wait on us
+    if (!done.is_ok() && job_.remote != nullptr) {  // remote and local peers may wait on us
       (void)catch_to_status(ErrorCode::kInternal, "the failure notice", [&] {
-        job_.spanning->failed(x_.local, job_.generation->seq, done);
+        job_.remote->failed(x_.local, job_.generation->seq, done);
         return Status::ok();
       });
     }

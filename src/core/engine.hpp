@@ -23,7 +23,7 @@
 namespace ruccl::core {
 
 class FaultPlan;
-class Spanning;
+class RemoteRanks;
 
 struct RankOutcome {
   std::optional<Tensor> tensor;          // value forms
@@ -69,9 +69,9 @@ struct RankJob {
   // the planned step starts.
   const FaultPlan* faults = nullptr;
   // Set (a communicator spanning processes): a failure of this rank's
-  // algorithm is announced to the other processes (Spanning::failed) before
+  // algorithm is announced to the other processes (RemoteRanks::failed) before
   // the completion barrier, so that no peer, local or remote, waits on it.
-  Spanning* spanning = nullptr;
+  RemoteRanks* remote = nullptr;
   // Set: this rank failed after it arrived and before it could run (e.g. no
   // memory for its executors). execute() brings this error to the setup
   // barrier instead of setting up (every local rank gets it there) and reads

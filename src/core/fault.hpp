@@ -13,7 +13,7 @@
 //            (without a step: the collective's first step);
 //   adapter  core (communicator.cpp): a device verb fails (FaultyAdapter);
 //   drop / corrupt  the transport: a message is lost / has its bytes flipped;
-//   create   world creation (src/multinode/world_creation.cpp): the process _exit()s or
+//   create   world creation (src/world/world_creation.cpp): the process _exit()s or
 //            throws when creation reaches the named stage (fire_create_fault).
 //   oom      core: ruccl's own code throws std::bad_alloc at a chosen point
 //            (at=check: in the rank's local check, before the agreement;

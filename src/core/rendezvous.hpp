@@ -21,7 +21,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/fingerprint.hpp"
+#include "core/agreement.hpp"
 #include "core/work.hpp"
 
 namespace ruccl::core {

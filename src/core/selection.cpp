@@ -161,14 +161,14 @@ AlgorithmTable make_table(const Config& config) {
 bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
   switch (a) {
     case Algorithm::kInProcess: return topo.world == topo.local;
-    case Algorithm::kFlatRing: return topo.spanning;
+    case Algorithm::kFlatRing: return topo.remote;
     case Algorithm::kHierarchical:
-      return topo.spanning && call.kind == CollectiveKind::kAllReduce && topo.local > 1 &&
+      return topo.remote && call.kind == CollectiveKind::kAllReduce && topo.local > 1 &&
              topo.world > topo.local;
     case Algorithm::kOneShot:
       // The other ranks' inputs, which a rank holds at once, must fit the
       // byte budget (a bounded call keeps its bound).
-      return topo.spanning && call.kind == CollectiveKind::kAllReduce && topo.host_buffers &&
+      return topo.remote && call.kind == CollectiveKind::kAllReduce && topo.host_buffers &&
              topo.world >= 2 && call.inputs_delivered && call.bytes > 0 &&
              call.bytes <= call.fused_capacity && call.bytes <= call.budget / (topo.world - 1);
   }

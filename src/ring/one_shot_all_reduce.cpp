@@ -9,7 +9,7 @@
 // The inputs must arrive as they were when the collective began: a rank whose
 // result buffer is its input (in place) overwrites it at step 0 while later
 // steps read rank k's input. The world communicator's executor delivers them
-// so (the inputs travel with the fingerprints, src/multinode/delivered_run.hpp),
+// so (the inputs travel with the fingerprints, src/world/delivered_run.hpp),
 // and its n steps cost no message; the in-process executor does not, and never
 // runs this algorithm.
 #include "ring/algorithms.hpp"

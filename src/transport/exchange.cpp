@@ -65,9 +65,9 @@ constexpr std::size_t kSettleRounds = 16;  // progress calls before the completi
 
 }  // namespace
 
-class ExchangeRun {
+class ExchangeRound {
  public:
-  ExchangeRun(UcxTransport& transport, WireKind kind)
+  ExchangeRound(UcxTransport& transport, WireKind kind)
       : t_(transport),
         kind_(kind),
         s_(kind == WireKind::kAbort ? t_.notice_scratch_ : t_.scratch_),
@@ -79,14 +79,14 @@ class ExchangeRun {
     in_flight_.clear();
   }
   // Should run() be left by an exception, nothing may stay posted.
-  ~ExchangeRun() {
+  ~ExchangeRound() {
     try {
       if (!in_flight_.empty()) cancel_outstanding();
     } catch (...) {
     }
   }
-  ExchangeRun(const ExchangeRun&) = delete;
-  ExchangeRun& operator=(const ExchangeRun&) = delete;
+  ExchangeRound(const ExchangeRound&) = delete;
+  ExchangeRound& operator=(const ExchangeRound&) = delete;
 
   Status run(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
              Clock::time_point deadline);
@@ -133,7 +133,7 @@ Status UcxTransport::exchange(std::span<const SendOp> sends, std::span<const Rec
   // Tell the peers, unless this was a misuse (nothing was posted) or the
   // failure is one a peer already reported (every peer got that notice too).
   if (!status && status.code() != ErrorCode::kInvalidArgument && !notice_from_peer_) {
-    // ExchangeRun::run sent the notice already if it posted anything; not if
+    // ExchangeRound::run sent the notice already if it posted anything; not if
     // it failed first (aborted before posting, a peer unusable): now.
     const std::uint64_t seq = !sends.empty() ? sends.front().seq
                               : !recvs.empty() ? recvs.front().seq : 0;
@@ -149,7 +149,7 @@ Status UcxTransport::exchange(std::span<const SendOp> sends, std::span<const Rec
 Status UcxTransport::run_exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                                   Clock::time_point deadline, WireKind kind) {
   return core::catch_to_status(ErrorCode::kInternal, "exchange", [&] {
-    ExchangeRun run(*this, kind);
+    ExchangeRound run(*this, kind);
     return run.run(sends, recvs, deadline);
   });
 }
@@ -236,12 +236,12 @@ void UcxTransport::send_notice(std::uint64_t seq, const Status& failure) {
   (void)run_exchange(sends, {}, Clock::now() + kNoticeBound, WireKind::kAbort);
 }
 
-std::string ExchangeRun::describe(const Message& m) {
+std::string ExchangeRound::describe(const Message& m) {
   return std::string(m.is_recv ? "recv from" : "send to") + " rank " + std::to_string(m.peer) +
          " tag " + tag_string(m.tag) + " (" + std::to_string(m.bytes - m.header) + " B)";
 }
 
-Status ExchangeRun::check_ops(std::span<const SendOp> sends,
+Status ExchangeRound::check_ops(std::span<const SendOp> sends,
                               std::span<const RecvOp> recvs) const {
   const std::size_t peers = t_.endpoints_.size();
   if (peers == 0 && (!sends.empty() || !recvs.empty())) {
@@ -276,8 +276,8 @@ Status ExchangeRun::check_ops(std::span<const SendOp> sends,
 }
 
 // Frame scratch: per receive a header (plus an inline payload), per send the
-// same, plus a copy of the payload for a kCorrupt fault. Sized once per call.
-void ExchangeRun::lay_out_frames(std::span<const SendOp> sends, std::span<const RecvOp> recvs) {
+// same (an inline payload travels in the frame). Sized once per call.
+void ExchangeRound::lay_out_frames(std::span<const SendOp> sends, std::span<const RecvOp> recvs) {
   std::size_t at = 0;
   recv_frames_.resize(recvs.size());
   for (std::size_t i = 0; i < recvs.size(); ++i) {
@@ -287,13 +287,12 @@ void ExchangeRun::lay_out_frames(std::span<const SendOp> sends, std::span<const 
   send_frames_.resize(sends.size());
   for (std::size_t i = 0; i < sends.size(); ++i) {
     send_frames_[i] = at;
-    const bool copy = is_inline(sends[i].bytes) || sends[i].fault == SendFault::kCorrupt;
-    at += kWireHeaderBytes + (copy ? sends[i].bytes : 0);
+    at += kWireHeaderBytes + (is_inline(sends[i].bytes) ? sends[i].bytes : 0);
   }
   if (s_.frames.size() < at) s_.frames.resize(at);
 }
 
-void ExchangeRun::post_recv_op(const RecvOp& op, Frame& f) {
+void ExchangeRound::post_recv_op(const RecvOp& op, Frame& f) {
   f.message = messages_.size();
   if (f.inline_payload) {
     post_recv(frame(f.at), kWireHeaderBytes + op.bytes, op.tag, op.peer, kWireHeaderBytes,
@@ -304,8 +303,7 @@ void ExchangeRun::post_recv_op(const RecvOp& op, Frame& f) {
   }
 }
 
-void ExchangeRun::post_send_op(const SendOp& op, std::size_t at) {
-  if (op.fault == SendFault::kDrop) return;  // injected: the message never leaves
+void ExchangeRound::post_send_op(const SendOp& op, std::size_t at) {
   const TagFields f = split_tag(op.tag);
   WireHeader h;
   h.kind = static_cast<std::uint16_t>(kind_);
@@ -316,27 +314,21 @@ void ExchangeRun::post_send_op(const SendOp& op, std::size_t at) {
   h.piece = f.piece;
   h.bytes = op.bytes;
   h.dst = static_cast<std::uint32_t>(op.peer);
-  if (t_.options_.checksum) h.checksum = payload_checksum(op.data, op.bytes);
+  if (t_.options_.checksum)
+    h.checksum = op.checksum ? *op.checksum : payload_checksum(op.data, op.bytes);
   else h.kind |= kNoChecksum;
   std::byte* header = frame(at);
   write_header(h, t_.keys_, std::span<std::byte, kWireHeaderBytes>(header, kWireHeaderBytes));
-  const void* payload = op.data;
-  if (is_inline(op.bytes) || op.fault == SendFault::kCorrupt) {
-    if (op.bytes > 0) std::memcpy(header + kWireHeaderBytes, op.data, op.bytes);
-    payload = header + kWireHeaderBytes;
-  }
-  if (op.fault == SendFault::kCorrupt) {  // one bit, after the checksum was taken
-    header[op.bytes > 0 ? kWireHeaderBytes + op.bytes / 2 : 40] ^= std::byte{0x10};
-  }
   if (is_inline(op.bytes)) {
+    if (op.bytes > 0) std::memcpy(header + kWireHeaderBytes, op.data, op.bytes);
     post_send(header, kWireHeaderBytes + op.bytes, op.tag, op.peer, kWireHeaderBytes);
   } else {
     post_send(header, kWireHeaderBytes, header_tag(op.tag), op.peer);
-    post_send(payload, op.bytes, op.tag, op.peer);
+    post_send(op.data, op.bytes, op.tag, op.peer);
   }
 }
 
-void ExchangeRun::post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer,
+void ExchangeRound::post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer,
                             std::size_t header, bool up_to) {
   // Always get a request, even when the message is already here: UCX 1.13
   // does not fill recv_info.tag_info (the received length) on immediate
@@ -357,7 +349,7 @@ void ExchangeRun::post_recv(void* data, std::size_t bytes, std::uint64_t tag, st
   messages_.push_back(std::move(m));
 }
 
-void ExchangeRun::post_send(const void* data, std::size_t bytes, std::uint64_t tag,
+void ExchangeRound::post_send(const void* data, std::size_t bytes, std::uint64_t tag,
                             std::size_t peer, std::size_t header) {
   ucp_request_param_t param;
   std::memset(&param, 0, sizeof param);
@@ -374,7 +366,7 @@ void ExchangeRun::post_send(const void* data, std::size_t bytes, std::uint64_t t
 
 // Every header against the receive it arrived for, then payload checksums;
 // inline payloads are copied out only after both checks.
-Status ExchangeRun::check_frames(std::span<const RecvOp> recvs) {
+Status ExchangeRound::check_frames(std::span<const RecvOp> recvs) {
   for (std::size_t i = 0; i < recvs.size(); ++i) {
     const RecvOp& op = recvs[i];
     const Frame& f = recv_frames_[i];
@@ -406,7 +398,7 @@ Status ExchangeRun::check_frames(std::span<const RecvOp> recvs) {
 }
 
 // Moves completed requests out of in_flight_, recording status and length.
-void ExchangeRun::poll() {
+void ExchangeRound::poll() {
   std::erase_if(in_flight_, [this](std::size_t i) {
     Message& m = messages_[i];
     if (m.is_recv) {
@@ -425,7 +417,7 @@ void ExchangeRun::poll() {
 }
 
 // Whether a completed message failed: wrong size, or a UCX error.
-Status ExchangeRun::check_completed(const Message& m) const {
+Status ExchangeRound::check_completed(const Message& m) const {
   if (m.status == UCS_ERR_MESSAGE_TRUNCATED) {
     return Status(ErrorCode::kShapeMismatch,
                   describe(m) + ": the message is larger than the " +
@@ -449,7 +441,7 @@ Status ExchangeRun::check_completed(const Message& m) const {
 
 // kPeerFailure if a peer we still wait on has failed (its receives would never
 // complete: UCX fails only the requests posted on the failed endpoint).
-Status ExchangeRun::failed_peer_error() const {
+Status ExchangeRound::failed_peer_error() const {
   for (std::size_t i : in_flight_) {
     const Message& m = messages_[i];
     if (t_.health_[m.peer].failure != UCS_OK) {
@@ -462,7 +454,7 @@ Status ExchangeRun::failed_peer_error() const {
 }
 
 // "<what>: waiting for ranks 1, 3: 3 of 8 messages outstanding: recv from rank 1 tag ..."
-Status ExchangeRun::outstanding_error(ErrorCode code, const std::string& what) const {
+Status ExchangeRound::outstanding_error(ErrorCode code, const std::string& what) const {
   std::vector<std::size_t> ranks;
   for (std::size_t i : in_flight_) ranks.push_back(messages_[i].peer);
   std::sort(ranks.begin(), ranks.end());
@@ -482,7 +474,7 @@ Status ExchangeRun::outstanding_error(ErrorCode code, const std::string& what) c
   return Status(code, std::move(message));
 }
 
-void ExchangeRun::drain(Clock::time_point until, bool receives_only) {
+void ExchangeRound::drain(Clock::time_point until, bool receives_only) {
   auto waiting = [&] {
     if (!receives_only) return !in_flight_.empty();
     return std::any_of(in_flight_.begin(), in_flight_.end(),
@@ -497,7 +489,7 @@ void ExchangeRun::drain(Clock::time_point until, bool receives_only) {
 
 // Step 4 of the protocol. Returns a note for the error message when endpoints
 // had to be force-closed (or, should UCX never finish, requests abandoned).
-std::string ExchangeRun::cancel_outstanding() {
+std::string ExchangeRound::cancel_outstanding() {
   poll();
   if (in_flight_.empty()) return {};
   std::vector<std::size_t> cut;
@@ -556,7 +548,7 @@ std::string ExchangeRun::cancel_outstanding() {
   return note;
 }
 
-Status ExchangeRun::run(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
+Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                         Clock::time_point deadline) {
   RUCCL_TRY(check_ops(sends, recvs));
   // A failure notice is sent whatever the abort flag says (an abort is what

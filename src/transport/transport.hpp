@@ -44,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,22 +57,19 @@ namespace ruccl::transport {
 
 using Clock = std::chrono::steady_clock;
 
-// Injected faults of a send (RUCCL_FAULT drop/corrupt, for the fault tests):
-// kDrop never sends the message; kCorrupt sends a copy with one payload bit
-// flipped (a header bit when there is no payload) after the checksum was taken.
-enum class SendFault : std::uint8_t { kNone, kDrop, kCorrupt };
-
 // One message out: `bytes` at `data` to `peer` (an index into connect()'s
 // address list), under `tag` (make_tag). `data` may be null when bytes == 0.
 // `seq` is the full collective sequence number the header carries (the tag
-// holds only its low 16 bits); the receive must name the same.
+// holds only its low 16 bits); the receive must name the same. `checksum`:
+// the payload checksum (payload_checksum) when the sender has it already;
+// none: the transport computes it (when checksums are on).
 struct SendOp {
   std::size_t peer = 0;
   const void* data = nullptr;
   std::size_t bytes = 0;
   std::uint64_t tag = 0;
   std::uint64_t seq = 0;
-  SendFault fault = SendFault::kNone;
+  std::optional<std::uint64_t> checksum;
 };
 
 // One message in: exactly `bytes` from `peer` under `tag`. A message of another

@@ -55,18 +55,7 @@ MemoryPath choose_memory_path(DeviceKind buffers, bool transport_takes_device_me
 
 Status TransportRun::exchange_ops(std::uint32_t step, Clock::time_point deadline) {
   for (RecvOp& op : recv_ops_) op.seq = options_.seq;
-  SendFault fault = SendFault::kNone;
-  if (options_.faults != nullptr && !options_.faults->empty()) {
-    if (options_.faults->find(core::FaultKind::kDrop, options_.fault_rank, options_.seq, step))
-      fault = SendFault::kDrop;
-    else if (options_.faults->find(core::FaultKind::kCorrupt, options_.fault_rank, options_.seq,
-                                   step))
-      fault = SendFault::kCorrupt;
-  }
-  for (SendOp& op : send_ops_) {
-    op.seq = options_.seq;
-    op.fault = fault;
-  }
+  for (SendOp& op : send_ops_) op.seq = options_.seq;
   const Status status = transport_.exchange(send_ops_, recv_ops_, deadline);
   if (status) return status;
   return status.with_context(

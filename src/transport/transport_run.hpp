@@ -35,7 +35,6 @@
 #include <string>
 #include <vector>
 
-#include "core/fault.hpp"
 #include "core/work.hpp"
 #include "ring/rank_run.hpp"
 #include "transport/staging_pipeline.hpp"
@@ -79,10 +78,6 @@ struct TransportRunOptions {
   bool force_staging = false;  // tests: stage host memory as if it were device memory
   // Receives one line naming the memory path, at construction (debug log).
   std::function<void(const std::string&)> log{};
-  // Injected drop/corrupt faults (RUCCL_FAULT) of global rank `fault_rank`;
-  // null: none. The step a fault names is this run's step (the tag's).
-  const core::FaultPlan* faults = nullptr;
-  std::size_t fault_rank = 0;
   // Receive buffers of reduction steps, kept by the caller across collectives
   // (one vector per local rank) so that a run does not allocate and fault in
   // fresh pages; null: the run's own. A kept buffer is reused only when it
@@ -113,7 +108,7 @@ class TransportRun final : public ring::RankRun {
 
  private:
   // transport_.exchange of send_ops_/recv_ops_, stamped with the collective's
-  // full sequence number and any injected send fault of step `step`.
+  // full sequence number (errors name step `step`).
   Status exchange_ops(std::uint32_t step, Clock::time_point deadline);
   // The direct path's staged receives of one step, in rounds (see the top).
   Status staged_rounds(Combine combine, Clock::time_point deadline);

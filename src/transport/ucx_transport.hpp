@@ -130,7 +130,7 @@ class UcxTransport final : public Transport {
     const bool held_;
   };
 
-  friend class ExchangeRun;
+  friend class ExchangeRound;
 
   // In dependency order (destroyed in reverse): memory UCX may write into
   // (health_, the error callback's target; the notice buffer; the exchange

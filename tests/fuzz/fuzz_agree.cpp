@@ -2,7 +2,7 @@
 // one rank runs from the plan. Input: byte 0 picks the world (1..4), byte 1
 // the rank whose side runs, byte 2 the segment size; then each rank's record
 // (fuzz::agree_record_words words each; its error-message words stay zero).
-// Records that fail decode stop there (WorldSpanning::agree_all returns that
+// Records that fail decode stop there (WorldRemoteRanks::agree_all returns that
 // error). For an agreed plan, the rank's side of the algorithm (reduce chain,
 // broadcast chain, all-to-all-v and the rings) runs over an executor that
 // checks every transfer against the buffers the engine lays out for it and
@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "core/fingerprint.hpp"
+#include "core/agreement.hpp"
 #include "fuzz_common.hpp"
-#include "multinode/wire.hpp"
+#include "world/fingerprint_codec.hpp"
 #include "ring/algorithms.hpp"
 #include "ring/rank_run.hpp"
 #include "ring/schedule.hpp"
@@ -96,14 +96,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t me = data[1] % world;
   const std::size_t segment = 1 + data[2];
   const std::size_t fields = fuzz::agree_record_words(world);
-  std::vector<multinode::Decoded> decoded(world);
+  std::vector<world::Decoded> decoded(world);
   std::size_t at = 3;
   for (std::size_t r = 0; r < world; ++r) {
-    std::vector<std::uint64_t> words(multinode::wire_words(world), 0);
+    std::vector<std::uint64_t> words(world::wire_words(world), 0);
     const std::size_t bytes = std::min(fields * 8, size - std::min(size, at));
     if (bytes > 0) std::memcpy(words.data(), data + at, bytes);
     at += fields * 8;
-    auto d = multinode::decode(words, world);
+    auto d = world::decode(words, world);
     if (!d) return 0;
     decoded[r] = std::move(d).value();
   }

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "multinode/wire.hpp"
+#include "world/fingerprint_codec.hpp"
 #include "transport/wire_header.hpp"
 
 namespace ruccl::fuzz {
@@ -56,7 +56,7 @@ inline std::vector<std::uint64_t> words_of(const std::uint8_t* data, std::size_t
 // runs and the segment size; then each rank's record without its error
 // message (those words stay zero), this many words per rank.
 inline std::size_t agree_record_words(std::size_t world) {
-  return multinode::wire_words(world) - 32;
+  return world::wire_words(world) - 32;
 }
 
 }  // namespace ruccl::fuzz

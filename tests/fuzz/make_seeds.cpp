@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fuzz_common.hpp"
-#include "multinode/wire.hpp"
+#include "world/fingerprint_codec.hpp"
 
 namespace {
 using namespace ruccl;
@@ -95,8 +95,8 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < requests.size(); ++i) {
       Result<core::Geometry> geometry = geometry_of(requests[i]);
       if (i == 3) geometry = Status(ErrorCode::kInvalidArgument, "null input");
-      const auto words = multinode::encode(requests[i], geometry, world);
-      if (!multinode::decode(words, world)) return 1;
+      const auto words = world::encode(requests[i], geometry, world);
+      if (!world::decode(words, world)) return 1;
       std::vector<std::uint8_t> bytes(1 + words.size() * 8);
       bytes[0] = static_cast<std::uint8_t>(world - 1);
       std::memcpy(bytes.data() + 1, words.data(), words.size() * 8);
@@ -119,8 +119,8 @@ int main(int argc, char** argv) {
           q = request(kind, {}, world);
           q.has_input = false;
         }
-        const auto words = multinode::encode(q, geometry_of(q), world);
-        if (!multinode::decode(words, world)) return 1;
+        const auto words = world::encode(q, geometry_of(q), world);
+        if (!world::decode(words, world)) return 1;
         const auto* p = reinterpret_cast<const std::uint8_t*>(words.data());
         bytes.insert(bytes.end(), p, p + fuzz::agree_record_words(world) * 8);
       }

@@ -1,7 +1,7 @@
-// Spanning: the part of a communicator that lies outside this process.
+// RemoteRanks: the part of a communicator that lies outside this process.
 //
 // The in-process communicator serves ranks that are threads of one process. A
-// communicator spanning processes (src/multinode) plugs in here: it agrees on
+// communicator spanning processes (src/world) plugs in here: it agrees on
 // every collective with all ranks of the world (each rank derives the same Plan
 // or the same error from every rank's request) and supplies the step executor
 // that moves messages between processes. The engine, the algorithms and the
@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/fingerprint.hpp"
+#include "core/agreement.hpp"
 #include "core/selection.hpp"
 #include "ring/rank_run.hpp"
 
@@ -33,9 +33,9 @@ struct Executors {
   Algorithm algorithm = Algorithm::kInProcess;
 };
 
-class Spanning {
+class RemoteRanks {
  public:
-  virtual ~Spanning() = default;
+  virtual ~RemoteRanks() = default;
   // Communicator::abort: tells the ranks in other processes, then makes every
   // blocked wait outside this process return kAborted. notices[local] is local
   // rank `local`'s failure notice: the collective it is in (or calls next) and
@@ -67,11 +67,11 @@ class Spanning {
 
 class FaultPlan;
 
-// A communicator of this process's `devices` inside the world of `spanning`.
+// A communicator of this process's `devices` inside the world of `remote`.
 // `faults`: the config's fault plan, parsed once by the creator (it shares it
-// with `spanning`).
-Result<std::shared_ptr<Communicator>> make_spanning_communicator(
+// with `remote`).
+Result<std::shared_ptr<Communicator>> make_world_communicator(
     std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
-    std::unique_ptr<Spanning> spanning, std::shared_ptr<const FaultPlan> faults);
+    std::unique_ptr<RemoteRanks> remote, std::shared_ptr<const FaultPlan> faults);
 
 }  // namespace ruccl::core

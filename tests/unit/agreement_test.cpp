@@ -1,13 +1,13 @@
 // The agreement's trust boundary: fingerprint records off the wire
-// (multinode::decode) and agree() over them, and the rendezvous's check that
+// (world::decode) and agree() over them, and the rendezvous's check that
 // every local rank of a process agreed the same plan.
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "core/fingerprint.hpp"
+#include "core/agreement.hpp"
 #include "core/rendezvous.hpp"
-#include "multinode/wire.hpp"
+#include "world/fingerprint_codec.hpp"
 
 namespace ruccl {
 namespace {
@@ -38,10 +38,10 @@ Geometry geometry_of(const Request& q) {
   return g;
 }
 
-Result<multinode::Decoded> round_trip(const Request& q, const Result<Geometry>& g,
+Result<world::Decoded> round_trip(const Request& q, const Result<Geometry>& g,
                                       std::size_t world) {
-  const std::vector<std::uint64_t> words = multinode::encode(q, g, world);
-  return multinode::decode(words, world);
+  const std::vector<std::uint64_t> words = world::encode(q, g, world);
+  return world::decode(words, world);
 }
 
 // agree() over `n` ranks, rank r's request from `make(r)`, with geometry_of.
@@ -159,7 +159,7 @@ TEST(Fingerprint, AgreeRefusesABroadcastWhoseBytesOverflow) {
 // Item 6: what the record cannot carry is a local error every peer decodes.
 TEST(Fingerprint, TooManyDimsTravelAsAShapeError) {
   Request q = request(CollectiveKind::kAllReduce, Shape(17, 1));
-  const Status s = multinode::check_encodable(q, 1);
+  const Status s = world::check_encodable(q, 1);
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.code(), ErrorCode::kShapeMismatch);
   EXPECT_NE(s.message().find("rank 1"), std::string::npos);
@@ -167,7 +167,7 @@ TEST(Fingerprint, TooManyDimsTravelAsAShapeError) {
   ASSERT_TRUE(d.is_ok()) << d.status().to_string();
   EXPECT_EQ(d.value().geometry.status().code(), ErrorCode::kShapeMismatch);
   EXPECT_EQ(d.value().geometry.status().message(), s.message());
-  EXPECT_TRUE(multinode::check_encodable(request(CollectiveKind::kAllReduce, Shape(16, 1)), 0));
+  EXPECT_TRUE(world::check_encodable(request(CollectiveKind::kAllReduce, Shape(16, 1)), 0));
 }
 
 // Item 8: two local ranks arriving with different agreed outcomes.

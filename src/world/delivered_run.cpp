@@ -1,8 +1,8 @@
-#include "multinode/delivered_run.hpp"
+#include "world/delivered_run.hpp"
 
 #include <string>
 
-namespace ruccl::multinode {
+namespace ruccl::world {
 
 Status DeliveredRun::step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
                           Combine combine) {
@@ -31,4 +31,4 @@ Status DeliveredRun::step(std::span<const Transfer> sends, std::span<const Trans
   }());
 }
 
-}  // namespace ruccl::multinode
+}  // namespace ruccl::world

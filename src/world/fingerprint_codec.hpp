@@ -9,7 +9,7 @@
 
 #include "core/request.hpp"
 
-namespace ruccl::multinode {
+namespace ruccl::world {
 
 inline constexpr std::size_t kMaxDims = 16;
 std::size_t wire_words(std::size_t world);
@@ -39,4 +39,4 @@ struct Decoded {
 // outside `words` (fuzzed: tests/fuzz).
 Result<Decoded> decode(std::span<const std::uint64_t> words, std::size_t world);
 
-}  // namespace ruccl::multinode
+}  // namespace ruccl::world

@@ -1,4 +1,4 @@
-#include "multinode/wire.hpp"
+#include "world/fingerprint_codec.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include "collectives/collective.hpp"
 
-namespace ruccl::multinode {
+namespace ruccl::world {
 namespace {
 constexpr std::size_t kHeader = 13;          // fixed fields before the dims
 constexpr std::size_t kMessageWords = 32;    // 256 bytes of error message
@@ -152,4 +152,4 @@ Result<Decoded> decode(std::span<const std::uint64_t> w, std::size_t world) {
   return d;
 }
 
-}  // namespace ruccl::multinode
+}  // namespace ruccl::world

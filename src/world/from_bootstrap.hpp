@@ -9,7 +9,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "ruccl/communicator.hpp"
 
-namespace ruccl::multinode {
+namespace ruccl::world {
 
 // Collective over the processes of `boot`, which the communicator then owns
 // (it is destroyed with the communicator). Same contract as
@@ -17,4 +17,4 @@ namespace ruccl::multinode {
 Result<std::shared_ptr<Communicator>> create_communicator_from_bootstrap(
     std::unique_ptr<bootstrap::Bootstrap> boot, std::vector<DeviceId> local_devices, Config config);
 
-}  // namespace ruccl::multinode
+}  // namespace ruccl::world

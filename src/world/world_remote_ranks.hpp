@@ -1,4 +1,4 @@
-// The Spanning of a world communicator (world_agreement.cpp), as creation
+// The RemoteRanks of a world communicator (world_agreement.cpp), as creation
 // (world_creation.cpp) builds it once every transport is connected.
 #pragma once
 
@@ -9,18 +9,18 @@
 
 #include "bootstrap/bootstrap.hpp"
 #include "core/fault.hpp"
-#include "core/spanning.hpp"
+#include "core/remote_ranks.hpp"
 #include "ruccl/config.hpp"
 #include "transport/transport.hpp"
 
-namespace ruccl::multinode {
+namespace ruccl::world {
 
 // Owns the bootstrap and this process's transports (one per local rank, rank
 // first + i); `abort_flag` is the one the transports read. `faults` is the
 // communicator's fault plan (drop/corrupt faults act in the executors).
-std::unique_ptr<core::Spanning> make_world_spanning(
+std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::unique_ptr<std::atomic<bool>> abort_flag, std::unique_ptr<bootstrap::Bootstrap> boot,
     std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
     std::size_t world, const Config& config, std::shared_ptr<const core::FaultPlan> faults);
 
-}  // namespace ruccl::multinode
+}  // namespace ruccl::world

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "bootstrap/file_bootstrap.hpp"
-#include "multinode/from_bootstrap.hpp"
+#include "world/from_bootstrap.hpp"
 #include "ruccl/world.hpp"
 
 namespace ruccl {
@@ -21,7 +21,7 @@ Result<std::shared_ptr<Communicator>> create_world_communicator_from_directory(
   options.timeout = config.timeout();
   auto boot = bootstrap::file_bootstrap(std::move(directory), process, processes, options);
   RUCCL_TRY(boot);
-  return multinode::create_communicator_from_bootstrap(std::move(boot).value(),
+  return world::create_communicator_from_bootstrap(std::move(boot).value(),
                                                        std::move(local_devices), std::move(config));
 }
 

@@ -1,10 +1,10 @@
-// The world's agreement and execution (WorldSpanning, the core::Spanning of
+// The world's agreement and execution (WorldRemoteRanks, the core::RemoteRanks of
 // a world communicator): each local rank owns one UCX transport, agrees on
 // every collective with every rank (fingerprints on the wire, a small
 // all-reduce's input riding along), and runs the src/ring algorithms through
 // the executors of the chosen algorithm (TransportRun, DeliveredRun).
 // Creation (world_creation.cpp) hands it the bootstrap and the transports.
-#include "multinode/world_spanning.hpp"
+#include "world/world_remote_ranks.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -13,12 +13,13 @@
 #include <thread>
 
 #include "core/log.hpp"
-#include "multinode/delivered_run.hpp"
-#include "multinode/wire.hpp"
 #include "ring/schedule.hpp"
+#include "world/delivered_run.hpp"
+#include "world/faulty_transport.hpp"
+#include "world/fingerprint_codec.hpp"
 #include "transport/transport_run.hpp"
 
-namespace ruccl::multinode {
+namespace ruccl::world {
 namespace {
 
 using transport::Clock;
@@ -32,9 +33,9 @@ constexpr auto kCloseBound = std::chrono::seconds(2);  // graceful endpoint clos
 // of the time of 4 MiB ones, interleaved runs).
 constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
 
-class WorldSpanning final : public core::Spanning {
+class WorldRemoteRanks final : public core::RemoteRanks {
  public:
-  WorldSpanning(std::unique_ptr<std::atomic<bool>> abort_flag,
+  WorldRemoteRanks(std::unique_ptr<std::atomic<bool>> abort_flag,
                 std::unique_ptr<bootstrap::Bootstrap> boot,
                 std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
                 std::size_t world, const Config& config,
@@ -49,8 +50,12 @@ class WorldSpanning final : public core::Spanning {
         faults_(std::move(faults)),
         record_bytes_(wire_words(world) * sizeof(std::uint64_t)),
         one_shot_(per_process_),
-        staging_(per_process_) {}
-  ~WorldSpanning() override {
+        staging_(per_process_) {
+    if (faults_ && has_send_faults(*faults_))
+      for (std::size_t i = 0; i < per_process_; ++i)
+        faulty_.push_back(make_faulty_transport(*transports_[i], *faults_, first_ + i));
+  }
+  ~WorldRemoteRanks() override {
     // Graceful closes (ucp_ep_close_nbx, flushing) need every worker of every
     // process to make progress at the same time, so each local transport closes
     // on its own thread. Whatever does not close within the bound is
@@ -212,10 +217,6 @@ class WorldSpanning final : public core::Spanning {
       transport::TransportRunOptions o{comm, seq, elements, timeout};
       o.staging_cache = &staging_[local];
       o.context = core::describe(seq, kind);
-      if (!faults_->empty()) {
-        o.faults = faults_.get();
-        o.fault_rank = first_ + local;
-      }
       if (logger_.enabled(LogLevel::kTrace))  // the memory path, once per executor
         o.log = [this, rank = first_ + local](const std::string& line) {
           logger_.log(LogLevel::kTrace, rank, line);
@@ -227,17 +228,22 @@ class WorldSpanning final : public core::Spanning {
       o.peer_base = local;
       o.peer_stride = per_process_;
       out.across =
-          std::make_unique<transport::TransportRun>(*transports_[local], adapter, work, local,
+          std::make_unique<transport::TransportRun>(executor_transport(local), adapter, work, local,
                                                     first_ / per_process_, processes, o);
       return out;
     }
     out.algorithm = core::Algorithm::kFlatRing;  // also a one-shot without its inputs
-    out.run = std::make_unique<transport::TransportRun>(*transports_[local], adapter, work, local,
+    out.run = std::make_unique<transport::TransportRun>(executor_transport(local), adapter, work, local,
                                                         first_ + local, world_, options(kDataComm));
     return out;
   }
 
  private:
+  // The transport local rank `local`'s executors send through.
+  transport::Transport& executor_transport(std::size_t local) {
+    return faulty_.empty() ? *transports_[local] : *faulty_[local];
+  }
+
   core::Logger logger_;  // TRACE lines of the executors (the core logs the rest)
   std::unique_ptr<std::atomic<bool>> abort_flag_;  // read by the transports: outlives them
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
@@ -245,8 +251,10 @@ class WorldSpanning final : public core::Spanning {
   const std::size_t first_;
   const std::size_t world_;
   const std::size_t per_process_;
-  // drop/corrupt faults for the executors (RUCCL_FAULT), parsed once at creation
+  // RUCCL_FAULT, parsed once at creation; its drop/corrupt faults act through
+  // faulty_, the executors' transports (one per local rank; empty: none).
   const std::shared_ptr<const core::FaultPlan> faults_;
+  std::vector<std::unique_ptr<transport::Transport>> faulty_;
 
   // The fused small all-reduce of one local rank (touched only by its thread).
   struct OneShot {
@@ -268,13 +276,13 @@ class WorldSpanning final : public core::Spanning {
 
 }  // namespace
 
-std::unique_ptr<core::Spanning> make_world_spanning(
+std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::unique_ptr<std::atomic<bool>> abort_flag, std::unique_ptr<bootstrap::Bootstrap> boot,
     std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
     std::size_t world, const Config& config, std::shared_ptr<const core::FaultPlan> faults) {
-  return std::make_unique<WorldSpanning>(std::move(abort_flag), std::move(boot),
+  return std::make_unique<WorldRemoteRanks>(std::move(abort_flag), std::move(boot),
                                          std::move(transports), first, world, config,
                                          std::move(faults));
 }
 
-}  // namespace ruccl::multinode
+}  // namespace ruccl::world

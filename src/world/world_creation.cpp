@@ -2,7 +2,7 @@
 // sequence of named steps (below) agrees on devices and config, shares the
 // job token, opens the transports and exchanges their addresses, connects and
 // handshakes, and logs the lanes. The agreement and execution of collectives
-// is world_agreement.cpp (WorldSpanning).
+// is world_agreement.cpp (WorldRemoteRanks).
 #include "ruccl/world.hpp"
 
 #include <sys/random.h>
@@ -18,8 +18,8 @@
 #include "core/catch_to_status.hpp"
 #include "core/fault.hpp"
 #include "core/log.hpp"
-#include "multinode/from_bootstrap.hpp"
-#include "multinode/world_spanning.hpp"
+#include "world/from_bootstrap.hpp"
+#include "world/world_remote_ranks.hpp"
 #include "transport/transport.hpp"
 #include "transport/transport_run.hpp"  // choose_memory_path
 
@@ -370,11 +370,11 @@ class Creation {
   Result<std::shared_ptr<Communicator>> communicator() && {
     auto adapter = make_adapter(devices_.front().kind);
     RUCCL_TRY(adapter);
-    auto spanning =
-        multinode::make_world_spanning(std::move(abort_flag_), std::move(boot_),
+    auto remote =
+        world::make_world_remote_ranks(std::move(abort_flag_), std::move(boot_),
                                        std::move(transports_), first_, world_, config_, faults_);
-    return core::make_spanning_communicator(std::move(devices_), adapter.value(),
-                                            std::move(config_), std::move(spanning), faults_);
+    return core::make_world_communicator(std::move(devices_), adapter.value(),
+                                            std::move(config_), std::move(remote), faults_);
   }
 
  private:
@@ -401,11 +401,11 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
   // would leave the other processes waiting for this one.
   auto boot = bootstrap::mpi_world_bootstrap(bootstrap_timeout(config));
   RUCCL_TRY(boot);
-  return multinode::create_communicator_from_bootstrap(std::move(boot).value(),
+  return world::create_communicator_from_bootstrap(std::move(boot).value(),
                                                        std::move(local_devices), std::move(config));
 }
 
-Result<std::shared_ptr<Communicator>> multinode::create_communicator_from_bootstrap(
+Result<std::shared_ptr<Communicator>> world::create_communicator_from_bootstrap(
     std::unique_ptr<bootstrap::Bootstrap> boot, std::vector<DeviceId> local_devices,
     Config config) {
   if (!boot) return Status(ErrorCode::kInvalidArgument, "no bootstrap");

@@ -2,7 +2,7 @@
 // have all arrived already.
 //
 // The world communicator sends a small all-reduce's input with its fingerprint
-// (one message to each rank, src/multinode/world.cpp), so when the plan is
+// (one message to each rank, src/world/world.cpp), so when the plan is
 // agreed every rank holds every rank's input in host memory, as it was at the
 // start. The one-shot algorithm (ring/one_shot_all_reduce.cpp) then runs over
 // this executor: a receive from rank k combines k's delivered input into this
@@ -16,7 +16,7 @@
 #include "core/work.hpp"
 #include "ring/rank_run.hpp"
 
-namespace ruccl::multinode {
+namespace ruccl::world {
 
 class DeliveredRun final : public ring::RankRun {
  public:
@@ -52,4 +52,4 @@ class DeliveredRun final : public ring::RankRun {
   const std::size_t count_;
 };
 
-}  // namespace ruccl::multinode
+}  // namespace ruccl::world

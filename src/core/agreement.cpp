@@ -1,7 +1,7 @@
 // The agreement common to every collective; each kind's own comparisons
 // are in src/collectives (CollectiveRules::agree_first, agree_fields,
 // same_shape, agree_last).
-#include "core/fingerprint.hpp"
+#include "core/agreement.hpp"
 
 #include <algorithm>
 #include <optional>

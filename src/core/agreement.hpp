@@ -29,7 +29,7 @@ struct Plan {
 bool same_plan(const Plan& a, const Plan& b);
 
 // `locals[i]` is rank i's check_local outcome (its Geometry when ok).
-// The requests may come off the wire (multinode::decode, which checks each
+// The requests may come off the wire (world::decode, which checks each
 // record against its own shape): agree() reads no request out of range
 // whatever they hold (fuzzed: tests/fuzz/fuzz_agree.cpp); a field it cannot
 // use (a root outside the world, send counts of another world size, sizes that
