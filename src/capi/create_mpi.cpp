@@ -43,8 +43,9 @@ extern "C" ruccl_result_t ruccl_comm_create_mpi_f(int64_t mpi_comm_fortran,
     RUCCL_TRY(local);  // this process's own reason first
     RUCCL_TRY(agreed);
 
-    auto created = ruccl::world::create_communicator_from_bootstrap(
-        std::move(boot).value(), std::move(devices).value(), std::move(c));
+    auto created =
+        ruccl::world::create_communicator_from_bootstrap(std::move(boot).value(),
+                                                         std::move(devices).value(), std::move(c));
     RUCCL_TRY(created);
     ruccl::capi::wrap(std::move(created).value(), comm);
     return Status::ok();

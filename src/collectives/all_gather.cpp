@@ -12,8 +12,7 @@
 namespace ruccl::core {
 namespace {
 
-Status check_geometry(const Request& req, const Geometry& g, std::size_t rank, std::size_t world,
-                      DeviceId) {
+Status check_geometry(const Request& req, const Geometry& g, std::size_t rank, std::size_t world) {
   if (!checked_mul(g.count * dtype_size(req.dtype), world))
     return invalid(rank, "passed an all_gather input whose gathered byte size overflows size_t");
   return Status::ok();

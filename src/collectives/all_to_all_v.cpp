@@ -15,8 +15,7 @@
 namespace ruccl::core {
 namespace {
 
-Status check_geometry(const Request& req, const Geometry& g, std::size_t rank, std::size_t world,
-                      DeviceId device) {
+Status check_geometry(const Request& req, const Geometry& g, std::size_t rank, std::size_t world) {
   if (req.send_counts.size() != world)
     return invalid(rank, "passed " + std::to_string(req.send_counts.size()) +
                              " send counts for a world of " + std::to_string(world));
@@ -31,6 +30,10 @@ Status check_geometry(const Request& req, const Geometry& g, std::size_t rank, s
                   "rank " + std::to_string(rank) + " passed send counts summing to " +
                       std::to_string(total) + " rows but its input has " + std::to_string(g.rows) +
                       " rows");
+  return Status::ok();
+}
+
+Status check_buffers(const Request& req, const Geometry& g, std::size_t rank, DeviceId device) {
   if (req.out && g.count != 0 && req.out->data != nullptr) {
     // Peers read the input while the output is written: they must not overlap.
     const auto* in = static_cast<const std::byte*>(req.in.data);
@@ -115,6 +118,7 @@ const CollectiveRules kAllToAllVRules = {
     .kind = CollectiveKind::kAllToAllV,
     .row_split = true,
     .check_geometry = check_geometry,
+    .check_buffers = check_buffers,
     .agree_first = agree_first,
     .same_shape = same_shape,
     .agree_last = agree_last,

@@ -51,9 +51,14 @@ struct CollectiveRules {
   // ---- local checks (check_local) ---------------------------------------------
   // Before the views are checked (e.g. a root outside the world).
   Status (*check_arguments)(const Request&, std::size_t rank, std::size_t world) = nullptr;
-  // After the geometry is known (sizes that overflow, send counts, overlaps).
-  Status (*check_geometry)(const Request&, const Geometry&, std::size_t rank, std::size_t world,
-                           DeviceId device) = nullptr;
+  // After the geometry is known, on what a request's record says alone (sizes
+  // that overflow, send counts): also what a fingerprint from another process
+  // is held to.
+  Status (*check_geometry)(const Request&, const Geometry&, std::size_t rank,
+                           std::size_t world) = nullptr;
+  // Then on the caller's buffers (overlaps, an output's view).
+  Status (*check_buffers)(const Request&, const Geometry&, std::size_t rank,
+                          DeviceId device) = nullptr;
   // Elements a caller's output must hold on `rank`; nullopt: not checked here
   // (no output on this rank, or check_geometry checks it).
   std::optional<std::size_t> (*output_count)(const Request&, const Geometry&, std::size_t rank,

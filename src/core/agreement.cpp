@@ -42,7 +42,8 @@ Result<Plan> agree(std::span<const Request* const> reqs,
   const std::string what = describe(seq, r0.kind);
   // 2. Local errors: the lowest failing rank's error, for everyone.
   for (std::size_t r = 0; r < world; ++r) {
-    if (!locals[r]->is_ok()) return locals[r]->status().with_context(what + " failed on rank " + std::to_string(r));
+    if (!locals[r]->is_ok())
+      return locals[r]->status().with_context(what + " failed on rank " + std::to_string(r));
   }
   // 3. The fingerprint. A broadcast is compared against its one sender, and its
   //    value-form receivers (no tensor at all) take the sender's dtype.
@@ -55,15 +56,14 @@ Result<Plan> agree(std::span<const Request* const> reqs,
       [](const Request& q) { return std::string(dtype_name(q.dtype)); },
       [](const Request& q) { return q.has_input || q.out.has_value(); }));
   if (kind.reducing)
-    RUCCL_TRY(first_difference(reqs, 0, ErrorCode::kOpMismatch, "op", what,
-                               [](const Request& q) { return q.op; },
-                               [](const Request& q) { return std::string(op_name(q.op)); },
-                               kEveryRank));
+    RUCCL_TRY(first_difference(
+        reqs, 0, ErrorCode::kOpMismatch, "op", what, [](const Request& q) { return q.op; },
+        [](const Request& q) { return std::string(op_name(q.op)); }, kEveryRank));
   if (kind.agree_fields) RUCCL_TRY(kind.agree_fields(reqs, what));
-  RUCCL_TRY(first_difference(reqs, 0, ErrorCode::kInvalidArgument, "max_chunk_bytes", what,
-                             [](const Request& q) { return q.max_chunk_bytes; },
-                             [](const Request& q) { return std::to_string(q.max_chunk_bytes); },
-                             kEveryRank));
+  RUCCL_TRY(first_difference(
+      reqs, 0, ErrorCode::kInvalidArgument, "max_chunk_bytes", what,
+      [](const Request& q) { return q.max_chunk_bytes; },
+      [](const Request& q) { return std::to_string(q.max_chunk_bytes); }, kEveryRank));
 
   const Request& lead = *reqs[plan.root];
   plan.dtype = lead.dtype;

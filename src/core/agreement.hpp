@@ -12,12 +12,12 @@
 namespace ruccl::core {
 
 struct Plan {
-  std::size_t root = 0;        // reduce root, or broadcast sender
-  DataType dtype = DataType::kF32;  // common (the sender's for broadcast)
-  Geometry geometry;           // common (the root's for broadcast)
-  Shape shape;                 // common input shape (the root's for broadcast)
+  std::size_t root = 0;                            // reduce root, or broadcast sender
+  DataType dtype = DataType::kF32;                 // common (the sender's for broadcast)
+  Geometry geometry;                               // common (the root's for broadcast)
+  Shape shape;                                     // common input shape (the root's for broadcast)
   std::vector<std::vector<std::size_t>> a2a_rows;  // [src][dst] rows, all_to_all_v
-  std::size_t message_elements = 1;  // per message, from the byte budget
+  std::size_t message_elements = 1;                // per message, from the byte budget
   // Set by a communicator spanning processes: every rank's input was delivered
   // with its fingerprint, so the all-reduce may run one-shot over them
   // (choose_algorithm; multinode/world_agreement.cpp). Part of the plan so that

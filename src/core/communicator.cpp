@@ -13,8 +13,8 @@
 #include "core/call_observer.hpp"
 #include "core/engine.hpp"
 #include "core/fault.hpp"
-#include "core/rendezvous.hpp"
 #include "core/remote_ranks.hpp"
+#include "core/rendezvous.hpp"
 
 namespace ruccl {
 
@@ -356,8 +356,8 @@ Result<core::RankOutcome> Communicator::Impl::execute(Call& c) {
                                    plan.one_shot};
         job.algorithm = core::choose_algorithm(call, topology, algorithms);
         if (remote) {
-          executors = remote->executors(c.local, c.seq, job.algorithm, c.req.kind,
-                                          generation.work, *c.device, plan, config.timeout());
+          executors = remote->executors(c.local, c.seq, job.algorithm, c.req.kind, generation.work,
+                                        *c.device, plan, config.timeout());
           job.run = executors.run.get();
           job.across = executors.across.get();
           job.algorithm = executors.algorithm;
@@ -440,9 +440,9 @@ Result<std::shared_ptr<Communicator>> make_communicator(
                           std::to_string(i) + " both use " + device_name(devices[i]));
   }
   if (!faults) faults = std::make_shared<const core::FaultPlan>();
-  auto impl = std::make_unique<Communicator::Impl>(std::move(devices), std::move(adapter),
-                                                   std::move(config), std::move(remote),
-                                                   std::move(faults));
+  auto impl =
+      std::make_unique<Communicator::Impl>(std::move(devices), std::move(adapter),
+                                           std::move(config), std::move(remote), std::move(faults));
   return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 

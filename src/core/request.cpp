@@ -1,5 +1,6 @@
 // The local checks common to every collective; each kind's own are in
-// src/collectives (CollectiveRules::check_arguments, check_geometry, output_count).
+// src/collectives (CollectiveRules::check_arguments, check_geometry,
+// check_buffers, output_count).
 #include "core/request.hpp"
 
 #include <string>
@@ -45,8 +46,7 @@ Status check_reducible(DataType dtype, ReduceOp op) {
   return Status::ok();
 }
 
-Result<Geometry> check_local(const Request& req, std::size_t rank, std::size_t world,
-                             DeviceId device) {
+Status check_record(const Request& req, std::size_t rank, std::size_t world) {
   const CollectiveRules& kind = rules(req.kind);
   if (!is_valid(req.dtype)) return invalid(rank, "passed an unknown dtype value");
   if (kind.reducing) {
@@ -57,26 +57,49 @@ Result<Geometry> check_local(const Request& req, std::size_t rank, std::size_t w
   if (req.max_chunk_bytes == 0)
     return Status(ErrorCode::kBudgetTooSmall,
                   "rank " + std::to_string(rank) + " passed max_chunk_bytes=0");
+  return Status::ok();
+}
 
+Geometry geometry_of(CollectiveKind kind, const Shape& shape, std::size_t count) {
   Geometry g;
-  if (req.has_input) {
-    auto count = check_view(req.in, req.dtype, "input", rank, device);
-    RUCCL_TRY(count);
-    g.count = count.value();
-  } else if (req.out) {
-    auto count = check_view(*req.out, req.dtype, "output", rank, device);
-    RUCCL_TRY(count);
-    g.count = count.value();
-  }
-  const Shape& shape = req.has_input ? req.in.shape : (req.out ? req.out->shape : req.shape);
-  if (kind.row_split) {
+  g.count = count;
+  if (rules(kind).row_split) {
     g.unit = row_unit(shape);  // 0 for zero-width rows: nothing moves, but rows count
     g.rows = shape.empty() ? 1 : shape[0];
   } else {
-    g.unit = 1;
-    g.rows = g.count;
+    g.rows = count;
   }
-  if (kind.check_geometry) RUCCL_TRY(kind.check_geometry(req, g, rank, world, device));
+  return g;
+}
+
+Status check_record_geometry(const Request& req, const Geometry& g, std::size_t rank,
+                             std::size_t world) {
+  if (!checked_mul(g.count, dtype_size(req.dtype)))
+    return invalid(rank, "claims " + std::to_string(g.count) +
+                             " elements, whose byte size overflows size_t");
+  const CollectiveRules& kind = rules(req.kind);
+  if (kind.check_geometry) RUCCL_TRY(kind.check_geometry(req, g, rank, world));
+  return Status::ok();
+}
+
+Result<Geometry> check_local(const Request& req, std::size_t rank, std::size_t world,
+                             DeviceId device) {
+  const CollectiveRules& kind = rules(req.kind);
+  RUCCL_TRY(check_record(req, rank, world));
+  std::size_t count = 0;
+  if (req.has_input) {
+    auto c = check_view(req.in, req.dtype, "input", rank, device);
+    RUCCL_TRY(c);
+    count = c.value();
+  } else if (req.out) {
+    auto c = check_view(*req.out, req.dtype, "output", rank, device);
+    RUCCL_TRY(c);
+    count = c.value();
+  }
+  const Shape& shape = req.has_input ? req.in.shape : (req.out ? req.out->shape : req.shape);
+  const Geometry g = geometry_of(req.kind, shape, count);
+  RUCCL_TRY(check_record_geometry(req, g, rank, world));
+  if (kind.check_buffers) RUCCL_TRY(kind.check_buffers(req, g, rank, device));
   if (req.out && req.has_input && kind.output_count) {
     if (const auto want = kind.output_count(req, g, rank, world)) {
       auto out_count = check_view(*req.out, req.dtype, "output", rank, device);

@@ -39,8 +39,21 @@ bool is_reducing(CollectiveKind kind);
 // Row unit of a shape: product of all dims but the first (1 for 0-D and 1-D).
 std::size_t row_unit(const Shape& shape);
 // kInvalidArgument / kBudgetTooSmall for what this rank alone can tell is wrong.
+// It is check_record, the views (geometry_of what they hold), check_record_geometry,
+// then the kind's checks of the buffers and the output's size.
 Result<Geometry> check_local(const Request& req, std::size_t rank, std::size_t world,
                              DeviceId device);
+// The parts of check_local that read no buffer: what a request's record says.
+// A fingerprint from another process is held to the same rules
+// (world/fingerprint_codec.cpp). check_record: dtype, op, the kind's own
+// arguments (a reduce's root), the budget.
+Status check_record(const Request& req, std::size_t rank, std::size_t world);
+// Count, row unit and rows of a tensor of `shape` holding `count` elements.
+Geometry geometry_of(CollectiveKind kind, const Shape& shape, std::size_t count);
+// The byte size within size_t, then the kind's rules on the geometry (an
+// all_gather's gathered size, all_to_all_v's send counts).
+Status check_record_geometry(const Request& req, const Geometry& g, std::size_t rank,
+                             std::size_t world);
 // Count of a view checked against the collective's dtype and the rank's device
 // (overflow, null data, device, dtype), or the error naming `name`.
 Result<std::size_t> check_view(const TensorView& v, DataType dtype, const char* name,

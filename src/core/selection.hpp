@@ -56,7 +56,7 @@ std::string_view algorithm_name(Algorithm a) noexcept;
 struct Topology {
   std::size_t world = 1;     // ranks in all processes
   std::size_t local = 1;     // ranks in this process (every process has as many)
-  bool remote = false;     // there is a transport to other processes
+  bool remote = false;       // there is a transport to other processes
   bool host_buffers = true;  // the ranks' buffers are host memory
 };
 

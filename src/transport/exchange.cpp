@@ -242,7 +242,7 @@ std::string ExchangeRound::describe(const Message& m) {
 }
 
 Status ExchangeRound::check_ops(std::span<const SendOp> sends,
-                              std::span<const RecvOp> recvs) const {
+                                std::span<const RecvOp> recvs) const {
   const std::size_t peers = t_.endpoints_.size();
   if (peers == 0 && (!sends.empty() || !recvs.empty())) {
     return Status(ErrorCode::kInvalidArgument, "exchange before connect");
@@ -329,7 +329,7 @@ void ExchangeRound::post_send_op(const SendOp& op, std::size_t at) {
 }
 
 void ExchangeRound::post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer,
-                            std::size_t header, bool up_to) {
+                              std::size_t header, bool up_to) {
   // Always get a request, even when the message is already here: UCX 1.13
   // does not fill recv_info.tag_info (the received length) on immediate
   // completion, while ucp_tag_recv_request_test reports it from the request.
@@ -350,7 +350,7 @@ void ExchangeRound::post_recv(void* data, std::size_t bytes, std::uint64_t tag, 
 }
 
 void ExchangeRound::post_send(const void* data, std::size_t bytes, std::uint64_t tag,
-                            std::size_t peer, std::size_t header) {
+                              std::size_t peer, std::size_t header) {
   ucp_request_param_t param;
   std::memset(&param, 0, sizeof param);
   Message m;
@@ -549,7 +549,7 @@ std::string ExchangeRound::cancel_outstanding() {
 }
 
 Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
-                        Clock::time_point deadline) {
+                          Clock::time_point deadline) {
   RUCCL_TRY(check_ops(sends, recvs));
   // A failure notice is sent whatever the abort flag says (an abort is what
   // it often tells), within its own short bound.

@@ -77,7 +77,7 @@ class FaultyTransport final : public transport::Transport {
   transport::Transport& inner_;
   const core::FaultPlan& plan_;
   const std::size_t rank_;
-  std::vector<SendOp> sends_;                 // scratch of one exchange
+  std::vector<SendOp> sends_;                   // scratch of one exchange
   std::vector<std::vector<std::byte>> copies_;  // corrupted payloads of one exchange
 };
 

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "bootstrap/file_bootstrap.hpp"
-#include "world/from_bootstrap.hpp"
 #include "ruccl/world.hpp"
+#include "world/from_bootstrap.hpp"
 
 namespace ruccl {
 
@@ -22,7 +22,7 @@ Result<std::shared_ptr<Communicator>> create_world_communicator_from_directory(
   auto boot = bootstrap::file_bootstrap(std::move(directory), process, processes, options);
   RUCCL_TRY(boot);
   return world::create_communicator_from_bootstrap(std::move(boot).value(),
-                                                       std::move(local_devices), std::move(config));
+                                                   std::move(local_devices), std::move(config));
 }
 
 }  // namespace ruccl

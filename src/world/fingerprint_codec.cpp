@@ -8,66 +8,41 @@
 
 namespace ruccl::world {
 namespace {
-constexpr std::size_t kHeader = 13;          // fixed fields before the dims
-constexpr std::size_t kMessageWords = 32;    // 256 bytes of error message
+constexpr std::size_t kHeader = 13;        // fixed fields before the dims
+constexpr std::size_t kMessageWords = 32;  // 256 bytes of error message
 
-// An ok record against itself and the world (what check_local derives on the
-// sending rank): "" when consistent, else what is wrong.
+// An ok record against itself and the world: the checks the sender's
+// check_local made that need no buffer (core/request.hpp), and that its
+// geometry is what its shape gives. "" when consistent, else what is wrong.
 std::string inconsistency(const core::Request& q, const core::Geometry& g, std::size_t out_count,
-                          std::size_t world) {
+                          std::size_t rank, std::size_t world) {
   if (!q.has_input && q.kind != CollectiveKind::kBroadcast)
     return "has no input for a " + std::string(collective_name(q.kind));
-  if (q.max_chunk_bytes == 0) return "has a byte budget of 0";
-  if (core::is_reducing(q.kind) && q.dtype == DataType::kBytes)
-    return "reduces dtype bytes";
-  if (q.kind == CollectiveKind::kReduce && q.root >= world)
-    return "names root " + std::to_string(q.root) + " outside a world of " + std::to_string(world);
-  // The geometry the sender's check derived from its tensor.
-  core::Geometry want;
+  if (Status s = core::check_record(q, rank, world); !s.is_ok()) return s.message();
+  std::size_t count = out_count;
   if (q.has_input) {
-    const auto count = shape_count(q.shape);
-    if (!count) return "has shape " + shape_string(q.shape) + " whose count overflows size_t";
-    want.count = *count;
-  } else if (q.out) {
-    want.count = out_count;
+    const auto c = shape_count(q.shape);
+    if (!c) return "has shape " + shape_string(q.shape) + " whose count overflows size_t";
+    count = *c;
+  } else if (!q.out) {
+    count = 0;
   }
-  if (!checked_mul(want.count, dtype_size(q.dtype)))
-    return "claims " + std::to_string(want.count) + " elements, whose byte size overflows size_t";
-  if (core::rules(q.kind).row_split) {
-    want.unit = core::row_unit(q.shape);
-    want.rows = q.shape.empty() ? 1 : q.shape[0];
-  } else {
-    want.rows = want.count;
-  }
+  const core::Geometry want = core::geometry_of(q.kind, q.shape, count);
   if (g.count != want.count || g.unit != want.unit || g.rows != want.rows)
     return "claims count " + std::to_string(g.count) + ", row unit " + std::to_string(g.unit) +
            ", rows " + std::to_string(g.rows) + " but its shape " + shape_string(q.shape) +
            " gives " + std::to_string(want.count) + ", " + std::to_string(want.unit) + ", " +
            std::to_string(want.rows);
-  if (q.kind == CollectiveKind::kAllGather &&
-      !checked_mul(want.count * dtype_size(q.dtype), world))
-    return "has an all_gather input whose gathered byte size overflows size_t";
-  if (q.kind == CollectiveKind::kAllToAllV) {
-    std::size_t total = 0;
-    for (std::size_t c : q.send_counts) {
-      const auto t = checked_add(total, c);
-      if (!t) return "has send counts whose sum overflows size_t";
-      total = *t;
-    }
-    if (total != want.rows)
-      return "has send counts summing to " + std::to_string(total) + " rows for an input of " +
-             std::to_string(want.rows) + " rows";
-  }
+  if (Status s = core::check_record_geometry(q, want, rank, world); !s.is_ok()) return s.message();
   return {};
 }
 }  // namespace
 
 Status check_encodable(const core::Request& q, std::size_t rank) {
   if (q.shape.size() <= kMaxDims) return Status::ok();
-  return Status(ErrorCode::kShapeMismatch,
-                "rank " + std::to_string(rank) + " passed a tensor of " +
-                    std::to_string(q.shape.size()) + " dims; at most " +
-                    std::to_string(kMaxDims) + " dims cross processes");
+  return Status(ErrorCode::kShapeMismatch, "rank " + std::to_string(rank) + " passed a tensor of " +
+                                               std::to_string(q.shape.size()) + " dims; at most " +
+                                               std::to_string(kMaxDims) + " dims cross processes");
 }
 
 std::size_t wire_words(std::size_t world) { return kHeader + kMaxDims + world + 1 + kMessageWords; }
@@ -103,7 +78,7 @@ std::vector<std::uint64_t> encode(const core::Request& q, const Result<core::Geo
   return w;
 }
 
-Result<Decoded> decode(std::span<const std::uint64_t> w, std::size_t world) {
+Result<Decoded> decode(std::span<const std::uint64_t> w, std::size_t rank, std::size_t world) {
   auto bad = [](const std::string& what) {
     return Status(ErrorCode::kProtocolError, "fingerprint record: " + what);
   };
@@ -140,7 +115,7 @@ Result<Decoded> decode(std::span<const std::uint64_t> w, std::size_t world) {
   const auto code = static_cast<ErrorCode>(w[8]);
   if (code == ErrorCode::kOk) {
     const core::Geometry g{w[9], w[10], w[11]};
-    if (std::string why = inconsistency(q, g, w[6], world); !why.empty())
+    if (std::string why = inconsistency(q, g, w[6], rank, world); !why.empty())
       return bad("a " + std::string(collective_name(q.kind)) + " that " + why);
     d.geometry = g;
   } else {

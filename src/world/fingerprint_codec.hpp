@@ -32,11 +32,12 @@ struct Decoded {
 // Validates before it trusts: the record's length, every enum (kind, dtype,
 // op, error code) in range, flags 0 or 1, dims and text lengths within their
 // fields; and, for an ok geometry, the record against itself and the world:
-// the geometry is what the shape gives (count, row unit, rows; byte sizes
-// within size_t), a reduce root lies in the world, send counts sum to the
-// input's rows, only broadcast receivers come without input, the budget is not
-// zero. kProtocolError naming the first field out of range. Never reads
-// outside `words` (fuzzed: tests/fuzz).
-Result<Decoded> decode(std::span<const std::uint64_t> words, std::size_t world);
+// only broadcast receivers come without input, the geometry is what the shape
+// gives, and the sender's local checks that need no buffer hold
+// (core::check_record, core::check_record_geometry: the budget, a reduce root in
+// the world, byte sizes within size_t, send counts summing to the input's
+// rows). kProtocolError naming the first field out of range; `rank` is the
+// sender (errors name it). Never reads outside `words` (fuzzed: tests/fuzz).
+Result<Decoded> decode(std::span<const std::uint64_t> words, std::size_t rank, std::size_t world);
 
 }  // namespace ruccl::world

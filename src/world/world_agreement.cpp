@@ -14,10 +14,10 @@
 
 #include "core/log.hpp"
 #include "ring/schedule.hpp"
+#include "transport/transport_run.hpp"
 #include "world/delivered_run.hpp"
 #include "world/faulty_transport.hpp"
 #include "world/fingerprint_codec.hpp"
-#include "transport/transport_run.hpp"
 
 namespace ruccl::world {
 namespace {
@@ -36,10 +36,10 @@ constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
 class WorldRemoteRanks final : public core::RemoteRanks {
  public:
   WorldRemoteRanks(std::unique_ptr<std::atomic<bool>> abort_flag,
-                std::unique_ptr<bootstrap::Bootstrap> boot,
-                std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
-                std::size_t world, const Config& config,
-                std::shared_ptr<const core::FaultPlan> faults)
+                   std::unique_ptr<bootstrap::Bootstrap> boot,
+                   std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
+                   std::size_t world, const Config& config,
+                   std::shared_ptr<const core::FaultPlan> faults)
       : logger_(config),
         abort_flag_(std::move(abort_flag)),
         bootstrap_(std::move(boot)),
@@ -149,7 +149,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                                               "a message of " + std::to_string(os.got[r]) +
                                                   " bytes, shorter than a fingerprint record (" +
                                                   std::to_string(record) + ")"))
-                     : decode(std::span(os.in[r].data(), os.words), world_);
+                     : decode(std::span(os.in[r].data(), os.words), r, world_);
         if (!d) {
           const Status bad =
               d.status().with_context("collective #" + std::to_string(seq) +
@@ -233,8 +233,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       return out;
     }
     out.algorithm = core::Algorithm::kFlatRing;  // also a one-shot without its inputs
-    out.run = std::make_unique<transport::TransportRun>(executor_transport(local), adapter, work, local,
-                                                        first_ + local, world_, options(kDataComm));
+    out.run =
+        std::make_unique<transport::TransportRun>(executor_transport(local), adapter, work, local,
+                                                  first_ + local, world_, options(kDataComm));
     return out;
   }
 
@@ -281,8 +282,8 @@ std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
     std::size_t world, const Config& config, std::shared_ptr<const core::FaultPlan> faults) {
   return std::make_unique<WorldRemoteRanks>(std::move(abort_flag), std::move(boot),
-                                         std::move(transports), first, world, config,
-                                         std::move(faults));
+                                            std::move(transports), first, world, config,
+                                            std::move(faults));
 }
 
 }  // namespace ruccl::world

@@ -18,10 +18,10 @@
 #include "core/catch_to_status.hpp"
 #include "core/fault.hpp"
 #include "core/log.hpp"
-#include "world/from_bootstrap.hpp"
-#include "world/world_remote_ranks.hpp"
 #include "transport/transport.hpp"
 #include "transport/transport_run.hpp"  // choose_memory_path
+#include "world/from_bootstrap.hpp"
+#include "world/world_remote_ranks.hpp"
 
 namespace ruccl {
 namespace {
@@ -373,8 +373,8 @@ class Creation {
     auto remote =
         world::make_world_remote_ranks(std::move(abort_flag_), std::move(boot_),
                                        std::move(transports_), first_, world_, config_, faults_);
-    return core::make_world_communicator(std::move(devices_), adapter.value(),
-                                            std::move(config_), std::move(remote), faults_);
+    return core::make_world_communicator(std::move(devices_), adapter.value(), std::move(config_),
+                                         std::move(remote), faults_);
   }
 
  private:
@@ -402,7 +402,7 @@ Result<std::shared_ptr<Communicator>> create_world_communicator(std::vector<Devi
   auto boot = bootstrap::mpi_world_bootstrap(bootstrap_timeout(config));
   RUCCL_TRY(boot);
   return world::create_communicator_from_bootstrap(std::move(boot).value(),
-                                                       std::move(local_devices), std::move(config));
+                                                   std::move(local_devices), std::move(config));
 }
 
 Result<std::shared_ptr<Communicator>> world::create_communicator_from_bootstrap(

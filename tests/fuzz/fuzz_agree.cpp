@@ -13,10 +13,10 @@
 
 #include "core/agreement.hpp"
 #include "fuzz_common.hpp"
-#include "world/fingerprint_codec.hpp"
 #include "ring/algorithms.hpp"
 #include "ring/rank_run.hpp"
 #include "ring/schedule.hpp"
+#include "world/fingerprint_codec.hpp"
 
 namespace {
 using namespace ruccl;
@@ -103,7 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t bytes = std::min(fields * 8, size - std::min(size, at));
     if (bytes > 0) std::memcpy(words.data(), data + at, bytes);
     at += fields * 8;
-    auto d = world::decode(words, world);
+    auto d = world::decode(words, r, world);
     if (!d) return 0;
     decoded[r] = std::move(d).value();
   }

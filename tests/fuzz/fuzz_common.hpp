@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "world/fingerprint_codec.hpp"
 #include "transport/wire_header.hpp"
+#include "world/fingerprint_codec.hpp"
 
 namespace ruccl::fuzz {
 
@@ -55,8 +55,6 @@ inline std::vector<std::uint64_t> words_of(const std::uint8_t* data, std::size_t
 // Input layout of fuzz_agree: bytes 0..2 pick the world (1..4), the rank that
 // runs and the segment size; then each rank's record without its error
 // message (those words stay zero), this many words per rank.
-inline std::size_t agree_record_words(std::size_t world) {
-  return world::wire_words(world) - 32;
-}
+inline std::size_t agree_record_words(std::size_t world) { return world::wire_words(world) - 32; }
 
 }  // namespace ruccl::fuzz

@@ -8,7 +8,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   const std::size_t world = fuzz::world_for(data[0]);
   const std::vector<std::uint64_t> words = fuzz::words_of(data + 1, size - 1);
-  auto decoded = world::decode(words, world);
+  auto decoded = world::decode(words, 0, world);
   if (!decoded) return 0;
   const core::Request& q = decoded.value().request;
   std::size_t sink = dtype_size(q.dtype) + dtype_name(q.dtype).size() +

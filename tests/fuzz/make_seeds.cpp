@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
       Result<core::Geometry> geometry = geometry_of(requests[i]);
       if (i == 3) geometry = Status(ErrorCode::kInvalidArgument, "null input");
       const auto words = world::encode(requests[i], geometry, world);
-      if (!world::decode(words, world)) return 1;
+      if (!world::decode(words, 0, world)) return 1;
       std::vector<std::uint8_t> bytes(1 + words.size() * 8);
       bytes[0] = static_cast<std::uint8_t>(world - 1);
       std::memcpy(bytes.data() + 1, words.data(), words.size() * 8);
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
           q.has_input = false;
         }
         const auto words = world::encode(q, geometry_of(q), world);
-        if (!world::decode(words, world)) return 1;
+        if (!world::decode(words, 0, world)) return 1;
         const auto* p = reinterpret_cast<const std::uint8_t*>(words.data());
         bytes.insert(bytes.end(), p, p + fuzz::agree_record_words(world) * 8);
       }

@@ -52,24 +52,6 @@ std::string temp_log(const char* name) {
   return path;
 }
 
-// One f32 sum all_reduce of 9 elements on `rank`; its status.
-Status sum_on(Communicator& comm, std::size_t rank, ReduceOp op = ReduceOp::kSum) {
-  Bytes in = reduce_input_buffer(DataType::kF32, op, rank, 9, 3);
-  return comm.all_reduce(rank, view1(in, DataType::kF32, rank), op).status();
-}
-
-// Runs `count` all_reduces on every rank; every one must succeed.
-void run_good(Communicator& comm, std::size_t count) {
-  Failures f;
-  run_ranks(comm.world_size(), f, [&](std::size_t rank) {
-    for (std::size_t i = 0; i < count; ++i) {
-      const Status s = sum_on(comm, rank);
-      RANK_CHECK(f, rank, s.is_ok(), "good collective " << i << ": " << describe(s));
-    }
-  });
-  ASSERT_TRUE(f.empty()) << f.report();
-}
-
 // ---- the plan ------------------------------------------------------------------
 
 TEST(FaultPlan, ParsesEveryKind) {
@@ -237,7 +219,7 @@ TEST(AdapterFault, EveryRankGetsTheDeviceErrorAndTheGroupRecovers) {
     const std::string log = temp_log("adapter");
     const std::string spec = std::string("adapter:rank=2,seq=1") + (*c.verb ? ",verb=" : "") + c.verb;
     auto comm = make_comm(kRanks, test_config(kRanks, 5s).with_fault(spec).with_log_file(log));
-    run_good(*comm, 1);  // #0 is untouched
+    ASSERT_EQ(run_good(*comm, 1), "");  // #0 is untouched
     Failures f;
     run_ranks(kRanks, f, [&](std::size_t rank) {
       Bytes in = reduce_input_buffer(DataType::kF32, c.op, rank, 12, 1);
@@ -250,7 +232,8 @@ TEST(AdapterFault, EveryRankGetsTheDeviceErrorAndTheGroupRecovers) {
       RANK_CHECK(f, rank, contains(s.message(), "flight recorder dumped to " + log), describe(s));
     });
     EXPECT_TRUE(f.empty()) << f.report();
-    run_good(*comm, 2);  // #2 and #3 work again: a device error does not break the group
+    ASSERT_EQ(run_good(*comm, 2),
+              "");  // #2 and #3 work again: a device error does not break the group
     std::remove(log.c_str());
   }
 }
@@ -264,7 +247,7 @@ TEST(StallFault, PeersTimeOutNamingTheStalledRankAndTheRecorderDumps) {
   auto comm = make_comm(kRanks, test_config(kRanks, kTimeout)
                                     .with_fault("stall:rank=1,seq=2,ms=2000")
                                     .with_log_file(log));
-  run_good(*comm, 2);
+  ASSERT_EQ(run_good(*comm, 2), "");
   Failures f;
   std::vector<double> took(kRanks);
   std::vector<Status> got(kRanks);
@@ -351,7 +334,7 @@ TEST(FlightRecorder, KeepsTheLastNAndDumpsOncePerBurst) {
                                     .with_fault("adapter:rank=1,seq=6;adapter:rank=0,seq=7;"
                                                 "adapter:rank=0,seq=9,verb=exchange")
                                     .with_log_file(log));
-  run_good(*comm, 6);  // #0..#5
+  ASSERT_EQ(run_good(*comm, 6), "");  // #0..#5
   Failures f;
   run_ranks(kRanks, f, [&](std::size_t rank) {
     for (std::uint64_t seq = 6; seq < 10; ++seq) {
@@ -419,7 +402,7 @@ TEST(FlightRecorder, Sigusr1DumpsEveryLiveCommunicator) {
   if (before.sa_handler == SIG_IGN) GTEST_SKIP() << "SIGUSR1 is ignored in this process";
   const std::string log = temp_log("signal");
   auto comm = make_comm(2, test_config(2, 5s).with_log_file(log));
-  run_good(*comm, 3);
+  ASSERT_EQ(run_good(*comm, 3), "");
   struct sigaction now {};
   ASSERT_EQ(::sigaction(SIGUSR1, nullptr, &now), 0);
   ASSERT_NE(now.sa_handler, SIG_DFL) << "no SIGUSR1 handler was installed";

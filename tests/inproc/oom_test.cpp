@@ -24,28 +24,15 @@ constexpr auto kTimeout = 5s;
 // Every rank must have its error well before the deadline (no one waits it out).
 constexpr auto kPrompt = 2s;
 
-Status sum_on(Communicator& comm, std::size_t rank) {
-  Bytes in = reduce_input_buffer(DataType::kF32, ReduceOp::kSum, rank, 300, 1);
-  return comm.all_reduce(rank, view1(in, DataType::kF32, rank), ReduceOp::kSum).status();
-}
-
-void run_good(Communicator& comm, std::size_t count) {
-  Failures f;
-  run_ranks(comm.world_size(), f, [&](std::size_t rank) {
-    for (std::size_t i = 0; i < count; ++i) {
-      const Status s = sum_on(comm, rank);
-      RANK_CHECK(f, rank, s.is_ok(), "good collective " << i << ": " << describe(s));
-    }
-  });
-  ASSERT_TRUE(f.empty()) << f.report();
-}
+// Inputs big enough for the oom faults' steps.
+constexpr std::size_t kElements = 300;
 
 // Collective #1 with the fault; every rank's error, checked against `faulty`'s.
 void expect_oom_everywhere(Communicator& comm, std::size_t faulty, ErrorCode others) {
   Failures f;
   run_ranks(kRanks, f, [&](std::size_t rank) {
     const auto t0 = Clock::now();
-    const Status s = sum_on(comm, rank);
+    const Status s = sum_on(comm, rank, kElements);
     const auto took = Clock::now() - t0;
     const ErrorCode want = rank == faulty ? ErrorCode::kOutOfMemory : others;
     RANK_CHECK(f, rank, s.code() == want, describe(s));
@@ -66,10 +53,10 @@ TEST(OutOfMemory, InTheCheckOrAStepReachesEveryRankAndTheGroupGoesOn) {
     SCOPED_TRACE(at);
     auto comm = make_comm(kRanks, test_config(kRanks, kTimeout)
                                       .with_fault(std::string("oom:rank=2,seq=1,") + at));
-    run_good(*comm, 1);  // #0
+    ASSERT_EQ(run_good(*comm, 1, kElements), "");  // #0
     expect_oom_everywhere(*comm, 2, ErrorCode::kOutOfMemory);
     EXPECT_FALSE(comm->aborted());
-    run_good(*comm, 2);  // #2, #3
+    ASSERT_EQ(run_good(*comm, 2, kElements), "");  // #2, #3
   }
 }
 
@@ -77,13 +64,13 @@ TEST(OutOfMemory, InTheCheckOrAStepReachesEveryRankAndTheGroupGoesOn) {
 // the communicator with the error; every rank gets it at once, later calls too.
 TEST(OutOfMemory, EscapingBetweenArriveAndDepartFailsTheCommunicatorCleanly) {
   auto comm = make_comm(kRanks, test_config(kRanks, kTimeout).with_fault("oom:rank=1,seq=1,at=run"));
-  run_good(*comm, 1);
+  ASSERT_EQ(run_good(*comm, 1, kElements), "");
   expect_oom_everywhere(*comm, 1, ErrorCode::kOutOfMemory);
   EXPECT_TRUE(comm->aborted());
   Failures f;
   run_ranks(kRanks, f, [&](std::size_t rank) {
     const auto t0 = Clock::now();
-    const Status s = sum_on(*comm, rank);
+    const Status s = sum_on(*comm, rank, kElements);
     RANK_CHECK(f, rank, s.code() == ErrorCode::kOutOfMemory, describe(s));
     RANK_CHECK(f, rank, Clock::now() - t0 < kPrompt, describe(s));
   });
@@ -157,13 +144,13 @@ TEST(OutOfMemory, AnAdaptersBadAllocIsOutOfMemoryItsOtherExceptionsDeviceError) 
       auto adapter = std::make_shared<ThrowingAdapter>(verb, 3, bad_alloc);
       auto comm = Communicator::create(host_devices(kRanks), adapter, test_config(kRanks, kTimeout));
       ASSERT_TRUE(comm.is_ok()) << comm.status().to_string();
-      run_good(*comm.value(), 1);
+      ASSERT_EQ(run_good(*comm.value(), 1, kElements), "");
       adapter->arm();
       const ErrorCode want = bad_alloc ? ErrorCode::kOutOfMemory : ErrorCode::kDeviceError;
       Failures f;
       run_ranks(kRanks, f, [&](std::size_t rank) {
         const auto t0 = Clock::now();
-        const Status s = sum_on(*comm.value(), rank);
+        const Status s = sum_on(*comm.value(), rank, kElements);
         RANK_CHECK(f, rank, s.code() == want, describe(s));
         RANK_CHECK(f, rank, contains(s.message(), "rank 3"), describe(s));
         RANK_CHECK(f, rank, contains(s.message(), "collective #1"), describe(s));
@@ -171,7 +158,7 @@ TEST(OutOfMemory, AnAdaptersBadAllocIsOutOfMemoryItsOtherExceptionsDeviceError) 
         RANK_CHECK(f, rank, Clock::now() - t0 < kPrompt, describe(s));
       });
       EXPECT_TRUE(f.empty()) << f.report();
-      run_good(*comm.value(), 2);  // the group goes on
+      ASSERT_EQ(run_good(*comm.value(), 2, kElements), "");  // the group goes on
     }
   }
 }

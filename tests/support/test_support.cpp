@@ -470,4 +470,20 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
+Status sum_on(Communicator& comm, std::size_t rank, std::size_t elements) {
+  Bytes in = reduce_input_buffer(DataType::kF32, ReduceOp::kSum, rank, elements, 3);
+  return comm.all_reduce(rank, view1(in, DataType::kF32, rank), ReduceOp::kSum).status();
+}
+
+std::string run_good(Communicator& comm, std::size_t count, std::size_t elements) {
+  Failures f;
+  run_ranks(comm.world_size(), f, [&](std::size_t rank) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const Status s = sum_on(comm, rank, elements);
+      RANK_CHECK(f, rank, s.is_ok(), "good collective " << i << ": " << s.to_string());
+    }
+  });
+  return f.empty() ? std::string() : f.report();
+}
+
 }  // namespace ruccl::test

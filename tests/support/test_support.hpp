@@ -129,6 +129,14 @@ inline TensorView view1(Bytes& buf, DataType dtype, std::size_t rank) {
   return view(buf, dtype, Shape{buf.size() / dtype_size(dtype)}, rank);
 }
 
+// ---- good collectives around faults --------------------------------------------
+// One f32 sum all_reduce of `elements` on `rank` (reduce_input_buffer's
+// inputs); its status.
+Status sum_on(Communicator& comm, std::size_t rank, std::size_t elements = 9);
+// `count` such all_reduces on every rank, each of which must succeed: the
+// failures' report, "" when every one did (ASSERT_EQ(run_good(...), "")).
+std::string run_good(Communicator& comm, std::size_t count, std::size_t elements = 9);
+
 std::string describe(const Status& status);
 std::string shape_of(const Shape& shape);
 // A tensor's dtype and shape (false, with a failure, when either differs: the

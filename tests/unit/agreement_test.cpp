@@ -38,10 +38,9 @@ Geometry geometry_of(const Request& q) {
   return g;
 }
 
-Result<world::Decoded> round_trip(const Request& q, const Result<Geometry>& g,
-                                      std::size_t world) {
+Result<world::Decoded> round_trip(const Request& q, const Result<Geometry>& g, std::size_t world) {
   const std::vector<std::uint64_t> words = world::encode(q, g, world);
-  return world::decode(words, world);
+  return world::decode(words, 1, world);
 }
 
 // agree() over `n` ranks, rank r's request from `make(r)`, with geometry_of.
@@ -62,9 +61,9 @@ Result<Plan> agree_over(std::size_t n, Make make) {
 
 TEST(Fingerprint, RoundTripOfEveryKindAgreesAsTheOriginals) {
   const std::size_t world = 3;
-  for (CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kReduce,
-                              CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
-                              CollectiveKind::kAllToAllV, CollectiveKind::kBroadcast}) {
+  for (CollectiveKind kind :
+       {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kAllGather,
+        CollectiveKind::kReduceScatter, CollectiveKind::kAllToAllV, CollectiveKind::kBroadcast}) {
     Request q = request(kind, {6, 5});
     if (kind == CollectiveKind::kReduce) q.root = 2;
     if (kind == CollectiveKind::kAllToAllV) q.send_counts = {1, 2, 3};
@@ -95,7 +94,8 @@ TEST(Fingerprint, DecodeRejectsFieldsOutsideTheWorldOrTheShape) {
   a2a.send_counts = {3, 3};  // 6 rows of an input of 4
   EXPECT_EQ(round_trip(a2a, geometry_of(a2a), 2).status().code(), ErrorCode::kProtocolError);
 
-  Request huge = request(CollectiveKind::kBroadcast, {std::size_t{1} << 62});  // f32: bytes overflow
+  Request huge =
+      request(CollectiveKind::kBroadcast, {std::size_t{1} << 62});  // f32: bytes overflow
   EXPECT_EQ(round_trip(huge, geometry_of(huge), 2).status().code(), ErrorCode::kProtocolError);
 
   Request no_input = request(CollectiveKind::kAllReduce, {4});
@@ -176,8 +176,8 @@ std::vector<Result<core::Rendezvous::Generation*>> arrive_both(const Result<Plan
   core::Rendezvous rv(2, std::chrono::milliseconds(100));
   const Request q = request(CollectiveKind::kAllReduce, {4});
   const Result<Geometry> g = geometry_of(q);
-  std::vector<Result<core::Rendezvous::Generation*>> got(
-      2, Status(ErrorCode::kInternal, "not arrived"));
+  std::vector<Result<core::Rendezvous::Generation*>> got(2, Status(ErrorCode::kInternal,
+                                                                   "not arrived"));
   std::vector<Result<Plan>> plans;
   const Result<Plan>* agreed[2] = {&a, &b};
   std::vector<std::thread> threads;
@@ -188,8 +188,7 @@ std::vector<Result<core::Rendezvous::Generation*>> arrive_both(const Result<Plan
   for (auto& t : threads) t.join();
   for (std::size_t r = 0; r < 2; ++r) {
     // Copy the outcome out before departing (the generation resets).
-    if (got[r].is_ok() && !got[r].value()->plan.is_ok())
-      got[r] = got[r].value()->plan.status();
+    if (got[r].is_ok() && !got[r].value()->plan.is_ok()) got[r] = got[r].value()->plan.status();
     if (got[r].is_ok()) rv.depart(r);
   }
   return got;
@@ -211,7 +210,8 @@ TEST(Fingerprint, LocalRanksRunOnePlanOrNone) {
   }
   Plan other = p;
   other.message_elements = 2;
-  for (const auto& r : arrive_both(other, p)) EXPECT_EQ(r.status().code(), ErrorCode::kProtocolError);
+  for (const auto& r : arrive_both(other, p))
+    EXPECT_EQ(r.status().code(), ErrorCode::kProtocolError);
 
   // One local rank's agreement failed: every local rank gets that error.
   const Result<Plan> lost = Status(ErrorCode::kPeerFailure, "rank 3 is gone");
