@@ -37,7 +37,8 @@ struct Communicator::Impl {
         observer(first, devices.size(), world, config),
         fault_plan(std::move(plan)),
         faults(*fault_plan),
-        topology{world, devices.size(), remote != nullptr, adapter->kind() == DeviceKind::kHost},
+        topology{world, devices.size(), remote != nullptr, adapter->kind() == DeviceKind::kHost,
+                 remote != nullptr && remote->lean_capacity() > 0},
         algorithms(core::make_table(config)) {}
 
   // One rank's collective. No exception leaves it: see Seat and call_body.
@@ -48,6 +49,9 @@ struct Communicator::Impl {
                                       const CallOptions& options);
   // The protocol of one call, in order (call_body):
   void check_and_prepare(Call& c);
+  // The lean path (Algorithm::kNodeMailbox) when the table picks it: the
+  // outcome, or nullopt to go on with agree (also when the ranks fell back).
+  std::optional<Result<core::RankOutcome>> try_lean(Call& c);
   void agree(Call& c, Seat& seat);
   Result<core::RankOutcome> execute(Call& c);
   void record(Call& c, Result<core::RankOutcome>& outcome);
@@ -246,6 +250,12 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
   // through c.watch, which must still be alive.)
   try {
     check_and_prepare(c);
+    if (auto lean = try_lean(c)) {
+      seat.depart();
+      record(c, *lean);
+      seat.watched(nullptr);
+      return std::move(*lean);
+    }
     agree(c, seat);
     Result<core::RankOutcome> outcome = execute(c);
     // A rank that failed to arrive never joined the generation: nothing to depart.
@@ -283,6 +293,22 @@ void Communicator::Impl::check_and_prepare(Call& c) {
     else c.geometry = prepared.status();
   }
   if (c.faults.stall) stall(*c.faults.stall, c.rank, c.seq);
+}
+
+std::optional<Result<core::RankOutcome>> Communicator::Impl::try_lean(Call& c) {
+  if (!topology.node_mailbox || !c.geometry.is_ok() || c.faults.adapter || c.faults.in_steps() ||
+      c.faults.oom_at("run") || !c.req.has_input)
+    return std::nullopt;
+  const core::CallShape offer{c.req.kind, c.bytes, c.req.max_chunk_bytes,
+                              remote->lean_capacity(), true, true};
+  if (core::choose_algorithm(offer, topology, algorithms) != core::Algorithm::kNodeMailbox)
+    return std::nullopt;
+  auto lean = remote->lean(c.local, c.seq, c.req, c.geometry.value(), *adapter, devices[c.local],
+                           config.timeout());
+  // The other ranks' inputs, read where they lie (the node's slots), as the
+  // one-shot holds them in its receive buffers.
+  if (lean && lean->is_ok()) c.peak_staging = c.bytes * (world - 1);
+  return lean;
 }
 
 // Across processes, every rank agrees with every other before the local

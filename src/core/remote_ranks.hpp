@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/agreement.hpp"
+#include "core/engine.hpp"
 #include "core/selection.hpp"
 #include "ring/rank_run.hpp"
 
@@ -54,6 +55,21 @@ class RemoteRanks {
   virtual Result<Plan> agree_all(std::size_t local, std::uint64_t seq, const Request& request,
                                  const Result<Geometry>& geometry, bool send_input,
                                  std::chrono::milliseconds timeout) = 0;
+  // The lean path of a small collective (Algorithm::kNodeMailbox): bytes of
+  // input it carries at most; 0: none here (the default).
+  virtual std::size_t lean_capacity() const { return 0; }
+  // Runs collective `seq` of local rank `local` on the lean path: its outcome,
+  // or nullopt when the ranks fall back to the agreement (then agree_all
+  // follows for the same `seq`, as on every rank). `req` passed the local
+  // check with `geometry`; `adapter` and `device` allocate a value form's output.
+  virtual std::optional<Result<RankOutcome>> lean(std::size_t /*local*/, std::uint64_t /*seq*/,
+                                                  const Request& /*req*/,
+                                                  const Geometry& /*geometry*/,
+                                                  DeviceAdapter& /*adapter*/,
+                                                  DeviceId /*device*/,
+                                                  std::chrono::milliseconds /*timeout*/) {
+    return std::nullopt;
+  }
   // Collective `seq` failed on `local` after the plan was agreed (an adapter
   // error, a local timeout, a failed step): ranks in other processes may wait
   // on it, so they are sent a failure notice. Never blocks long.

@@ -10,7 +10,8 @@ constexpr CollectiveKind kKinds[] = {CollectiveKind::kAllReduce,     CollectiveK
                                      CollectiveKind::kBroadcast,     CollectiveKind::kAllGather,
                                      CollectiveKind::kReduceScatter, CollectiveKind::kAllToAllV};
 constexpr Algorithm kAlgorithms[] = {Algorithm::kInProcess, Algorithm::kFlatRing,
-                                     Algorithm::kHierarchical, Algorithm::kOneShot};
+                                     Algorithm::kHierarchical, Algorithm::kOneShot,
+                                     Algorithm::kNodeMailbox};
 
 Status bad(std::string_view item, const std::string& why) {
   return Status(ErrorCode::kInvalidArgument,
@@ -77,6 +78,7 @@ std::string_view algorithm_name(Algorithm a) noexcept {
     case Algorithm::kFlatRing: return "flat_ring";
     case Algorithm::kHierarchical: return "hierarchical";
     case Algorithm::kOneShot: return "one_shot";
+    case Algorithm::kNodeMailbox: return "node_mailbox";
   }
   return "?";
 }
@@ -150,6 +152,7 @@ AlgorithmTable make_table(const Config& config) {
   for (CollectiveKind kind : kKinds) {
     if (hierarchical) add(t, kind, Algorithm::kInProcess);
     if (kind == CollectiveKind::kAllReduce) {
+      if (one_shot > 0 && hierarchical) add(t, kind, Algorithm::kNodeMailbox, 0, one_shot_end);
       if (one_shot > 0) add(t, kind, Algorithm::kOneShot, 0, one_shot_end);
       if (hierarchical) add(t, kind, Algorithm::kHierarchical);
     }
@@ -171,6 +174,10 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
       return topo.remote && call.kind == CollectiveKind::kAllReduce && topo.host_buffers &&
              topo.world >= 2 && call.inputs_delivered && call.bytes > 0 &&
              call.bytes <= call.fused_capacity && call.bytes <= call.budget / (topo.world - 1);
+    case Algorithm::kNodeMailbox:
+      return topo.node_mailbox && call.lean_offer && call.kind == CollectiveKind::kAllReduce &&
+             topo.host_buffers && topo.world >= 2 && call.bytes <= call.fused_capacity &&
+             call.bytes <= call.budget / (topo.world - 1);
   }
   return false;
 }

@@ -49,6 +49,10 @@ enum class Algorithm : std::uint8_t {
   // All-reduce: each rank's input rides with its fingerprint; the sum is
   // taken over the delivered inputs (ring/one_shot_all_reduce.cpp).
   kOneShot,
+  // All-reduce, every rank of the world on one node: one round through the
+  // node's shared-memory mailboxes (node/mailbox.hpp), no engine, rendezvous
+  // or UCX; the fingerprint rides in the same slot (RemoteRanks::lean).
+  kNodeMailbox,
 };
 std::string_view algorithm_name(Algorithm a) noexcept;
 
@@ -58,6 +62,7 @@ struct Topology {
   std::size_t local = 1;     // ranks in this process (every process has as many)
   bool remote = false;       // there is a transport to other processes
   bool host_buffers = true;  // the ranks' buffers are host memory
+  bool node_mailbox = false; // every rank of the world shares this node's mailboxes
 };
 
 // What of one call the choice reads (from the plan, or before the agreement
@@ -72,6 +77,9 @@ struct CallShape {
   // (Plan::one_shot). Before the agreement, a rank asks with `true` whether
   // to send its input along.
   bool inputs_delivered = false;
+  // kNodeMailbox only: asked before the agreement, with `fused_capacity` the
+  // lean lane's (RemoteRanks::lean_capacity).
+  bool lean_offer = false;
 };
 
 struct SelectionRule {

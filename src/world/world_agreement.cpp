@@ -7,12 +7,17 @@
 #include "world/world_remote_ranks.hpp"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <atomic>
 #include <cstring>
 #include <string>
 #include <thread>
 
+#include "core/catch_to_status.hpp"
+#include "core/engine.hpp"
 #include "core/log.hpp"
+#include "device/host/host_kernels.hpp"
 #include "ring/schedule.hpp"
 #include "transport/transport_run.hpp"
 #include "world/delivered_run.hpp"
@@ -32,24 +37,31 @@ constexpr auto kCloseBound = std::chrono::seconds(2);  // graceful endpoint clos
 // (np=2 all-reduce of 16 MiB on the development VM: 1 MiB pieces ran 0.87-0.90
 // of the time of 4 MiB ones, interleaved runs).
 constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
+// The lean path's fingerprint: dtype|op|dims, count, budget, up to kLeanDims dims.
+constexpr std::size_t kLeanDims = 5;
+constexpr std::size_t kLeanHeader = 64;
 
 class WorldRemoteRanks final : public core::RemoteRanks {
  public:
   WorldRemoteRanks(std::unique_ptr<std::atomic<bool>> abort_flag,
                    std::unique_ptr<bootstrap::Bootstrap> boot,
-                   std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
-                   std::size_t world, const Config& config,
+                   std::vector<std::unique_ptr<transport::Transport>> transports,
+                   std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world,
+                   std::size_t nodes, const Config& config,
                    std::shared_ptr<const core::FaultPlan> faults)
       : logger_(config),
         abort_flag_(std::move(abort_flag)),
         bootstrap_(std::move(boot)),
         transports_(std::move(transports)),
+        mailbox_(std::move(mailbox)),
         first_(first),
         world_(world),
+        nodes_(nodes),
         per_process_(transports_.size()),
         faults_(std::move(faults)),
         record_bytes_(wire_words(world) * sizeof(std::uint64_t)),
         one_shot_(per_process_),
+        lean_inputs_(per_process_),
         staging_(per_process_) {
     if (faults_ && has_send_faults(*faults_))
       for (std::size_t i = 0; i < per_process_; ++i)
@@ -75,15 +87,21 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   // local transport returns kAborted. The notices are recorded before the
   // flag wakes the exchanges, so that those send the abort's text too.
   void abort(const std::vector<std::pair<std::uint64_t, Status>>& notices) override {
-    for (std::size_t local = 0; local < transports_.size() && local < notices.size(); ++local)
+    for (std::size_t local = 0; local < transports_.size() && local < notices.size(); ++local) {
       transports_[local]->abort_notify(notices[local].first, notices[local].second);
+      if (mailbox_)
+        mailbox_->notify(first_ + local - mailbox_->shape().first, notices[local].first,
+                         notices[local].second);
+    }
     abort_flag_->store(true);
   }
   std::size_t first_rank() const override { return first_; }
   std::size_t world() const override { return world_; }
 
   // Receives take any message up to what one message holds (kMaxUpToBytes).
+  // On the node: what a mailbox slot holds beside the record.
   std::size_t fused_capacity() const override {
+    if (node_agreement()) return mailbox_->shape().slot_bytes - record_bytes_;
     return record_bytes_ < transport::kMaxUpToBytes ? transport::kMaxUpToBytes - record_bytes_ : 0;
   }
 
@@ -111,28 +129,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         send_input && geometry.is_ok() ? geometry.value().count * dtype_size(request.dtype) : 0;
     os.out.resize(os.words + (payload + 7) / 8);
     if (payload > 0) std::memcpy(os.out.data() + os.words, request.in.data, payload);
-    // Receives take any message up to what one message holds, whatever this
-    // rank sends: another process may send its input when this one does not.
-    const bool up_to = record < transport::kMaxUpToBytes;
-    const std::size_t capacity = up_to ? transport::kMaxUpToBytes : record;
-    os.in.resize(world_);
-    os.got.assign(world_, record);
-    std::vector<transport::SendOp>& sends = os.sends;  // kept: this runs per collective
-    std::vector<transport::RecvOp>& recvs = os.recvs;
-    sends.clear();
-    recvs.clear();
-    for (std::size_t r = 0; r < world_; ++r) {
-      if (r == me) continue;
-      os.in[r].resize((capacity + 7) / 8);
-      sends.push_back(
-          {r, os.out.data(), record + payload,
-           transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(me), 0}), seq});
-      recvs.push_back(
-          {r, os.in[r].data(), capacity,
-           transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(r), 0}), seq,
-           up_to ? &os.got[r] : nullptr});
-    }
-    if (Status sent = transports_[local]->exchange(sends, recvs, Clock::now() + timeout); !sent)
+    os.msg.assign(world_, {});
+    const Status sent = node_agreement() ? exchange_on_node(local, seq, record + payload, timeout)
+                                         : exchange_over_ucx(local, seq, record + payload, timeout);
+    if (!sent)
       return sent.with_context(core::describe(seq, request.kind) + ": agreement (fingerprints)");
     std::vector<Decoded> decoded(world_);
     std::vector<const core::Request*> requests(world_);
@@ -143,18 +143,20 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         requests[r] = &request;
         locals[r] = &geometry;
       } else {
-        all_sent_inputs = all_sent_inputs && os.got[r] == record + payload;
-        auto d = os.got[r] < record
+        const std::span<const std::byte> m = os.msg[r];
+        all_sent_inputs = all_sent_inputs && m.size() == record + payload;
+        auto d = m.size() < record
                      ? Result<Decoded>(Status(ErrorCode::kProtocolError,
-                                              "a message of " + std::to_string(os.got[r]) +
+                                              "a message of " + std::to_string(m.size()) +
                                                   " bytes, shorter than a fingerprint record (" +
                                                   std::to_string(record) + ")"))
-                     : decode(std::span(os.in[r].data(), os.words), r, world_);
+                     : decode(std::span(reinterpret_cast<const std::uint64_t*>(m.data()), os.words),
+                              r, world_);
         if (!d) {
           const Status bad =
               d.status().with_context("collective #" + std::to_string(seq) +
                                       ": the fingerprint from rank " + std::to_string(r));
-          transports_[local]->notify_failure(seq, bad);  // the others agreed: tell them
+          failed(local, seq, bad);  // the others agreed: tell them
           return bad;
         }
         decoded[r] = std::move(d).value();
@@ -166,7 +168,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     if (!plan && plan.status().code() == ErrorCode::kProtocolError) {
       // A record that decoded but cannot be used: the ranks that got another
       // copy of it may have agreed.
-      transports_[local]->notify_failure(seq, plan.status());
+      failed(local, seq, plan.status());
       return plan;
     }
     if (plan.is_ok() && all_sent_inputs) {
@@ -178,7 +180,89 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     return plan;
   }
 
+  // The lean path (node mailboxes, every rank of the world on this node): a
+  // small all-reduce is one round through the lean lane. Each rank writes a
+  // short fingerprint and its input into its slot; when every rank's slot
+  // holds the same fingerprint, every rank reduces all inputs in rank order
+  // (the same bits everywhere) into its output. A rank that finds another
+  // fingerprint, or a peer on the full lane, falls back to the agreement in
+  // the same collective (nullopt), as every rank does: each sees the same
+  // slots. No engine, rendezvous or UCX.
+  std::size_t lean_capacity() const override {
+    return node_agreement() && faulty_.empty() ? mailbox_->shape().slot_bytes - kLeanHeader : 0;
+  }
+  std::optional<Result<core::RankOutcome>> lean(std::size_t local, std::uint64_t seq,
+                                                const core::Request& req,
+                                                const core::Geometry& geometry,
+                                                DeviceAdapter& adapter, DeviceId device,
+                                                std::chrono::milliseconds timeout) override {
+    if (req.kind != CollectiveKind::kAllReduce || req.in.shape.size() > kLeanDims ||
+        lean_capacity() == 0)
+      return std::nullopt;
+    node::Mailbox& box = *mailbox_;
+    const std::size_t base = box.shape().first;
+    const std::size_t me = first_ + local;
+    const std::size_t es = dtype_size(req.dtype);
+    const std::size_t bytes = geometry.count * es;
+    if (kLeanHeader + bytes > box.shape().slot_bytes) return std::nullopt;
+    std::array<std::uint64_t, kLeanHeader / 8> head{};
+    head[0] = static_cast<std::uint64_t>(req.dtype) | std::uint64_t(req.op) << 8 |
+              std::uint64_t(req.kind) << 24 |
+              std::uint64_t(req.in.shape.size()) << 16;
+    head[1] = geometry.count;
+    head[2] = req.max_chunk_bytes;
+    for (std::size_t d = 0; d < req.in.shape.size(); ++d) head[3 + d] = req.in.shape[d];
+    const std::span<std::byte> slot = box.slot(me - base, seq, node::Lane::kLean);
+    std::memcpy(slot.data(), head.data(), kLeanHeader);
+    if (bytes > 0) std::memcpy(slot.data() + kLeanHeader, req.in.data, bytes);
+    box.publish(me - base, seq, kLeanHeader + bytes, node::Lane::kLean);
+    std::vector<const std::byte*>& inputs = lean_inputs_[local];
+    inputs.assign(world_, nullptr);
+    const auto deadline = Clock::now() + timeout;
+    bool same = true;
+    for (std::size_t r = 0; r < world_; ++r) {
+      if (r == me) {
+        inputs[r] = slot.data() + kLeanHeader;
+        continue;
+      }
+      auto m = box.wait(r - base, seq, deadline, node::Lane::kLean);
+      if (!m) {
+        box.notify(me - base, seq, m.status());
+        return Result<core::RankOutcome>(m.status().with_context(
+            core::describe(seq, req.kind) + ": the lean path (node shared memory)"));
+      }
+      const std::span<const std::byte> got = m.value().bytes;
+      same = same && m.value().lane == node::Lane::kLean && got.size() == kLeanHeader + bytes &&
+             std::memcmp(got.data(), head.data(), kLeanHeader) == 0;
+      inputs[r] = got.data() + kLeanHeader;
+    }
+    if (!same) return std::nullopt;  // every rank saw the same slots: all fall back
+    auto outcome = core::catch_to_status(ErrorCode::kInternal, "the lean path",
+                                         [&]() -> Result<core::RankOutcome> {
+      core::RankOutcome out;
+      void* dst = req.out ? req.out->data : nullptr;
+      if (!req.out) {
+        auto mem = adapter.allocate(device, bytes);
+        RUCCL_TRY(mem);
+        dst = mem.value().get();
+        out.tensor.emplace(std::move(mem).value(), req.dtype, req.in.shape, device);
+      }
+      if (bytes == 0) return out;
+      // In rank order, from rank 0's input: the same bits on every rank. (An
+      // in-place caller's buffer is its input: rank `me`'s copy is in its slot.)
+      std::memcpy(dst, inputs[0], bytes);
+      for (std::size_t r = 1; r < world_; ++r)
+        RUCCL_TRY(host::reduce(req.dtype, req.op, dst, dst, inputs[r], geometry.count));
+      if (req.op == ReduceOp::kMean)
+        RUCCL_TRY(host::divide(req.dtype, dst, geometry.count, world_));
+      return out;
+    });
+    if (!outcome) box.notify(me - base, seq, outcome.status());
+    return outcome;
+  }
+
   void failed(std::size_t local, std::uint64_t seq, const Status& error) override {
+    if (mailbox_) mailbox_->notify(first_ + local - mailbox_->shape().first, seq, error);
     transports_[local]->notify_failure(seq, error);  // once per transport
   }
 
@@ -200,8 +284,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       os.ready = false;
       std::vector<const std::byte*> inputs(world_);
       for (std::size_t r = 0; r < world_; ++r)
-        inputs[r] = reinterpret_cast<const std::byte*>(
-            (r == first_ + local ? os.out : os.in[r]).data() + os.words);
+        inputs[r] = r == first_ + local
+                        ? reinterpret_cast<const std::byte*>(os.out.data() + os.words)
+                        : os.msg[r].data() + os.words * sizeof(std::uint64_t);
       out.run = std::make_unique<DeliveredRun>(adapter, work, local, first_ + local, world_,
                                                std::move(inputs), os.count);
       return out;
@@ -240,6 +325,75 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   }
 
  private:
+  // Whether fingerprints travel through the node's mailboxes: every rank of
+  // the world is on this node.
+  bool node_agreement() const { return mailbox_ != nullptr && nodes_ == 1; }
+
+  // Local rank `local`'s message (os.out, `bytes` of it) to every rank and
+  // every rank's to it (os.msg), over UCX: one message each way per peer.
+  // Receives take any message up to what one message holds, whatever this
+  // rank sends: another process may send its input when this one does not.
+  Status exchange_over_ucx(std::size_t local, std::uint64_t seq, std::size_t bytes,
+                           std::chrono::milliseconds timeout) {
+    OneShot& os = one_shot_[local];
+    const std::size_t me = first_ + local;
+    const std::size_t record = os.words * sizeof(std::uint64_t);
+    const bool up_to = record < transport::kMaxUpToBytes;
+    const std::size_t capacity = up_to ? transport::kMaxUpToBytes : record;
+    os.in.resize(world_);
+    os.got.assign(world_, record);
+    std::vector<transport::SendOp>& sends = os.sends;  // kept: this runs per collective
+    std::vector<transport::RecvOp>& recvs = os.recvs;
+    sends.clear();
+    recvs.clear();
+    for (std::size_t r = 0; r < world_; ++r) {
+      if (r == me) continue;
+      os.in[r].resize((capacity + 7) / 8);
+      sends.push_back(
+          {r, os.out.data(), bytes,
+           transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(me), 0}), seq});
+      recvs.push_back(
+          {r, os.in[r].data(), capacity,
+           transport::make_tag({kControlComm, seq, 0, static_cast<std::uint32_t>(r), 0}), seq,
+           up_to ? &os.got[r] : nullptr});
+    }
+    RUCCL_TRY(transports_[local]->exchange(sends, recvs, Clock::now() + timeout));
+    for (std::size_t r = 0; r < world_; ++r)
+      if (r != me)
+        os.msg[r] = {reinterpret_cast<const std::byte*>(os.in[r].data()),
+                     std::min(os.got[r], capacity)};
+    return Status::ok();
+  }
+
+  // The same through the node's mailboxes: this rank's slot, then every
+  // other rank's, read in place (node/mailbox.hpp). Records always fit a
+  // slot, and inputs ride along only within fused_capacity().
+  Status exchange_on_node(std::size_t local, std::uint64_t seq, std::size_t bytes,
+                          std::chrono::milliseconds timeout) {
+    OneShot& os = one_shot_[local];
+    const std::size_t me = first_ + local;
+    node::Mailbox& box = *mailbox_;
+    const std::size_t base = box.shape().first;
+    const std::span<std::byte> slot = box.slot(me - base, seq, node::Lane::kFull);
+    if (bytes > slot.size())
+      return Status(ErrorCode::kInternal, "a message of " + std::to_string(bytes) +
+                                              " bytes for a node slot of " +
+                                              std::to_string(slot.size()));
+    std::memcpy(slot.data(), os.out.data(), bytes);
+    box.publish(me - base, seq, bytes, node::Lane::kFull);
+    const auto deadline = Clock::now() + timeout;
+    for (std::size_t r = 0; r < world_; ++r) {
+      if (r == me) continue;
+      auto m = box.wait(r - base, seq, deadline, node::Lane::kFull);
+      if (!m) {
+        box.notify(me - base, seq, m.status());  // like a failed exchange: tell the node
+        return m.status();
+      }
+      os.msg[r] = m.value().bytes;
+    }
+    return Status::ok();
+  }
+
   // The transport local rank `local`'s executors send through.
   transport::Transport& executor_transport(std::size_t local) {
     return faulty_.empty() ? *transports_[local] : *faulty_[local];
@@ -249,8 +403,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   std::unique_ptr<std::atomic<bool>> abort_flag_;  // read by the transports: outlives them
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;
+  std::unique_ptr<node::Mailbox> mailbox_;  // the node's shared memory; null: none
   const std::size_t first_;
   const std::size_t world_;
+  const std::size_t nodes_;
   const std::size_t per_process_;
   // RUCCL_FAULT, parsed once at creation; its drop/corrupt faults act through
   // faulty_, the executors' transports (one per local rank; empty: none).
@@ -266,11 +422,15 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     std::vector<std::uint64_t> out;  // this rank's record + input
     std::vector<std::vector<std::uint64_t>> in;  // each other rank's message
     std::vector<std::size_t> got;                // bytes received from each rank
+    // Each rank's message as received (in `in`, or in place in its node
+    // mailbox slot); this rank's own is empty.
+    std::vector<std::span<const std::byte>> msg;
     std::vector<transport::SendOp> sends;        // the agreement's messages (scratch)
     std::vector<transport::RecvOp> recvs;
   };
   const std::size_t record_bytes_;  // of one fingerprint record (wire_words)
   std::vector<OneShot> one_shot_;   // per local rank
+  std::vector<std::vector<const std::byte*>> lean_inputs_;  // per local rank (scratch)
   // Receive buffers of reduction steps, kept across collectives (per local rank).
   std::vector<std::vector<transport::StagingBuffer>> staging_;
 };
@@ -279,11 +439,12 @@ class WorldRemoteRanks final : public core::RemoteRanks {
 
 std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::unique_ptr<std::atomic<bool>> abort_flag, std::unique_ptr<bootstrap::Bootstrap> boot,
-    std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
-    std::size_t world, const Config& config, std::shared_ptr<const core::FaultPlan> faults) {
+    std::vector<std::unique_ptr<transport::Transport>> transports,
+    std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world,
+    std::size_t nodes, const Config& config, std::shared_ptr<const core::FaultPlan> faults) {
   return std::make_unique<WorldRemoteRanks>(std::move(abort_flag), std::move(boot),
-                                            std::move(transports), first, world, config,
-                                            std::move(faults));
+                                            std::move(transports), std::move(mailbox), first,
+                                            world, nodes, config, std::move(faults));
 }
 
 }  // namespace ruccl::world

@@ -6,20 +6,27 @@
 #include "ruccl/world.hpp"
 
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
+#include <optional>
 #include <cerrno>
 #include <cstring>
 #include <string>
 #include <thread>
 
 #include "bootstrap/bootstrap.hpp"
+#include "node/mailbox.hpp"
 #include "core/catch_to_status.hpp"
 #include "core/fault.hpp"
 #include "core/log.hpp"
 #include "transport/transport.hpp"
 #include "transport/transport_run.hpp"  // choose_memory_path
+#include "transport/wire_header.hpp"   // WireKeys: the node segment's tag
+#include "world/fingerprint_codec.hpp"  // wire_words: the mailbox slots hold records
 #include "world/from_bootstrap.hpp"
 #include "world/world_remote_ranks.hpp"
 
@@ -45,9 +52,16 @@ using transport::Clock;
 //      handshake (keyed by the job token), then the outcome. After a local failure (a peer that
 //      died mid-handshake, typically) the agreement waits only kGrace: the others failed at about
 //      the same time, and the dead one never comes.
+//   4. "share memory on the node" (RUCCL_INTRA_NODE_TRANSPORT=shm, the
+//      default): the node's first process creates the node segment
+//      (node/segment.hpp) and the others map it, when every process of the node
+//      shares its IPC and PID namespaces; then an agreement that all mapped it.
 // RUCCL_FAULT's create faults (core/fault.hpp) exit or throw at each stage.
 
 constexpr auto kGrace = std::chrono::milliseconds(2000);
+// What a node mailbox slot holds beside a fingerprint record: a small
+// collective's input (the same for every process: slots are one size).
+constexpr std::size_t kNodeFusedBytes = 8192;
 
 void put_u64(std::vector<std::byte>& out, std::uint64_t v) {
   const auto* p = reinterpret_cast<const std::byte*>(&v);
@@ -85,6 +99,8 @@ std::vector<Setting> shared_settings(std::size_t per_process, bool cuda, const C
       {"segment_bytes (RUCCL_SEGMENT_BYTES)", config.segment_bytes(), ErrorCode::kInvalidArgument},
       {"algorithm selection (RUCCL_ALGO; a hash of the string)", fnv1a(config.algorithm()),
        ErrorCode::kInvalidArgument},
+      {"intra-node transport (RUCCL_INTRA_NODE_TRANSPORT; 1 shm, 0 tcp)",
+       config.intra_node_shared_memory() ? 1u : 0u, ErrorCode::kInvalidArgument},
   };
 }
 
@@ -244,6 +260,30 @@ std::shared_ptr<const core::FaultPlan> fault_plan(const Config& config, const St
                                                       : core::FaultPlan{});
 }
 
+// Step 4's payload: this process's IPC and PID namespaces (the inodes of
+// /proc/self/ns/ipc and pid), its pid, and the node segment's descriptor (-1
+// but on the node's first process). Processes of one host with another IPC
+// namespace (netns test hosts) are not one node for shared memory.
+struct NodeRecord {
+  std::uint64_t ipc = 0, pid_ns = 0, pid = 0, fd = ~std::uint64_t{0};
+};
+std::uint64_t ns_inode(const char* path) {
+  struct stat st {};
+  return ::stat(path, &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
+}
+NodeRecord my_node_record(int fd) {
+  return {ns_inode("/proc/self/ns/ipc"), ns_inode("/proc/self/ns/pid"),
+          static_cast<std::uint64_t>(::getpid()), fd < 0 ? ~std::uint64_t{0} : std::uint64_t(fd)};
+}
+// The node segment's tag: a MAC of a label under the job's header key.
+node::Tag segment_tag(const transport::JobToken& token, std::size_t first_process) {
+  const std::string label = "ruccl node segment of process " + std::to_string(first_process);
+  const auto mac = transport::WireKeys(token).header_mac(label.data(), label.size());
+  node::Tag tag{};
+  std::copy(mac.begin(), mac.end(), tag.begin());
+  return tag;
+}
+
 // One process's creation of a world communicator, as its named steps; each
 // step ends in an agreement of outcome (above), so that all processes leave
 // at the same step with the same error.
@@ -336,6 +376,83 @@ class Creation {
     return agreed.status();
   }
 
+  // 4. Share memory on the node: the node segment and its mailboxes.
+  Status share_memory() {
+    if (!config_.intra_node_shared_memory()) return Status::ok();
+    const std::size_t node_first = topo_.process - topo_.local_process;
+    node::MailboxShape shape;
+    shape.processes = topo_.local_processes;
+    shape.per_process = per_process_;
+    shape.ranks = shape.processes * per_process_;
+    shape.slot_bytes = world::wire_words(world_) * sizeof(std::uint64_t) + kNodeFusedBytes;
+    shape.first = node_first * per_process_;
+    shape.first_process = node_first;
+    const node::Tag tag = segment_tag(token_, node_first);
+    const bool leader = topo_.local_process == 0;
+    std::optional<node::Segment> created;
+    Status local = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
+      if (!leader || shape.processes < 2) return Status::ok();
+      auto seg = node::Segment::create(node::segment_bytes(shape), "ruccl-node");
+      RUCCL_TRY(seg);
+      node::Mailbox::lay_out(seg.value(), shape, tag);
+      created = std::move(seg).value();
+      return Status::ok();
+    });
+    const NodeRecord mine = my_node_record(created ? created->fd() : -1);
+    std::vector<std::byte> payload;
+    for (std::uint64_t v : {mine.ipc, mine.pid_ns, mine.pid, mine.fd}) put_u64(payload, v);
+    auto agreed = bootstrap::agree_outcome(*boot_, local, payload,
+                                           "creation (share memory on the node)",
+                                           bootstrap::Wait::within(config_.timeout()));
+    RUCCL_TRY(agreed);
+    // Every process of the node reads the same records, so all decide alike.
+    std::vector<NodeRecord> records(shape.processes);
+    bool shared = shape.processes >= 2;
+    for (std::size_t p = 0; p < shape.processes; ++p) {
+      const auto& blob = agreed.value()[node_first + p];
+      std::size_t at = 0;
+      NodeRecord& r = records[p];
+      if (!get_u64(blob, at, r.ipc) || !get_u64(blob, at, r.pid_ns) || !get_u64(blob, at, r.pid) ||
+          !get_u64(blob, at, r.fd) || at != blob.size())
+        return Status(ErrorCode::kProtocolError,
+                      "creation (share memory on the node): process " +
+                          std::to_string(node_first + p) + " sent a malformed record of " +
+                          std::to_string(blob.size()) + " bytes");
+      shared = shared && r.ipc != 0 && r.ipc == records[0].ipc && r.pid_ns != 0 &&
+               r.pid_ns == records[0].pid_ns;
+    }
+    if (!shared) return Status::ok();
+    Status mapped = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
+      node::Segment seg;
+      if (leader) {
+        seg = std::move(*created);
+      } else {
+        if (records[0].pid == 0 || records[0].pid > INT_MAX || records[0].fd > INT_MAX)
+          return Status(ErrorCode::kProtocolError,
+                        "creation (share memory on the node): process " +
+                            std::to_string(node_first) + " names no segment");
+        auto opened = node::Segment::open(static_cast<pid_t>(records[0].pid),
+                                          static_cast<int>(records[0].fd),
+                                          node::segment_bytes(shape));
+        RUCCL_TRY(opened);
+        seg = std::move(opened).value();
+      }
+      auto box = node::Mailbox::attach(std::move(seg), shape, tag, topo_.local_process,
+                                       abort_flag_.get());
+      RUCCL_TRY(box);
+      mailbox_ = std::make_unique<node::Mailbox>(std::move(box).value());
+      return Status::ok();
+    });
+    auto all_mapped = bootstrap::agree_outcome(*boot_, mapped, {},
+                                               "creation (share memory on the node: map)",
+                                               bootstrap::Wait::within(config_.timeout()));
+    RUCCL_TRY(all_mapped);
+    // Every process mapped the segment: the descriptors go (the memory stays
+    // until the last process unmaps it).
+    mailbox_->close_segment_fd();
+    return mailbox_->watch_processes();
+  }
+
   // RUCCL_DEBUG=INFO: the world, the memory path, the UCX lanes to each peer.
   void log_lanes() const {
     core::Logger logger(config_);
@@ -347,6 +464,15 @@ class Creation {
                    std::to_string(topo_.nodes) + " nodes; this process is " +
                    std::to_string(topo_.process) + " on node " + std::to_string(topo_.node) +
                    "; strategy " + std::string(global_strategy_name(config_.global_strategy())));
+    logger.log(LogLevel::kInfo, first_,
+               mailbox_ ? "node shared memory: a segment of " +
+                              std::to_string(node::segment_bytes(mailbox_->shape())) +
+                              " bytes (memfd) for " + std::to_string(mailbox_->shape().ranks) +
+                              " ranks in " + std::to_string(mailbox_->shape().processes) +
+                              " processes; fingerprints and small inputs go through it" +
+                              (topo_.nodes == 1 ? "" : " (not yet: the world spans nodes)")
+                        : std::string("node shared memory: none (one process on the node, "
+                                      "RUCCL_INTRA_NODE_TRANSPORT=tcp, or namespaces differ)"));
     // How device buffers meet UCX, and which UCX transports reach each peer
     // (e.g. tcp to ranks on other nodes).
     for (std::size_t d = 0; d < per_process_; ++d)
@@ -372,7 +498,8 @@ class Creation {
     RUCCL_TRY(adapter);
     auto remote =
         world::make_world_remote_ranks(std::move(abort_flag_), std::move(boot_),
-                                       std::move(transports_), first_, world_, config_, faults_);
+                                       std::move(transports_), std::move(mailbox_), first_,
+                                       world_, topo_.nodes, config_, faults_);
     return core::make_world_communicator(std::move(devices_), adapter.value(), std::move(config_),
                                          std::move(remote), faults_);
   }
@@ -391,6 +518,7 @@ class Creation {
   std::unique_ptr<std::atomic<bool>> abort_flag_ = std::make_unique<std::atomic<bool>>(false);
   std::vector<std::unique_ptr<transport::Transport>> transports_;
   std::vector<std::vector<std::byte>> addresses_;
+  std::unique_ptr<node::Mailbox> mailbox_;  // step 4; null: no shared memory
 };
 
 }  // namespace
@@ -413,6 +541,7 @@ Result<std::shared_ptr<Communicator>> world::create_communicator_from_bootstrap(
   RUCCL_TRY(creation.agree_on_devices_and_config());
   RUCCL_TRY(creation.open_transports());
   RUCCL_TRY(creation.connect());
+  RUCCL_TRY(creation.share_memory());
   creation.log_lanes();
   return std::move(creation).communicator();
 }

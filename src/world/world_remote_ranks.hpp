@@ -10,17 +10,22 @@
 #include "bootstrap/bootstrap.hpp"
 #include "core/fault.hpp"
 #include "core/remote_ranks.hpp"
+#include "node/mailbox.hpp"
 #include "ruccl/config.hpp"
 #include "transport/transport.hpp"
 
 namespace ruccl::world {
 
 // Owns the bootstrap and this process's transports (one per local rank, rank
-// first + i); `abort_flag` is the one the transports read. `faults` is the
-// communicator's fault plan (drop/corrupt faults act in the executors).
+// first + i); `abort_flag` is the one the transports and the mailbox read.
+// `mailbox`: the node's shared memory (null: none); when the world is one
+// node (`nodes` == 1), fingerprints and small inputs travel through it instead
+// of UCX. `faults` is the communicator's fault plan (drop/corrupt faults act
+// in the executors).
 std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::unique_ptr<std::atomic<bool>> abort_flag, std::unique_ptr<bootstrap::Bootstrap> boot,
-    std::vector<std::unique_ptr<transport::Transport>> transports, std::size_t first,
-    std::size_t world, const Config& config, std::shared_ptr<const core::FaultPlan> faults);
+    std::vector<std::unique_ptr<transport::Transport>> transports,
+    std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world,
+    std::size_t nodes, const Config& config, std::shared_ptr<const core::FaultPlan> faults);
 
 }  // namespace ruccl::world

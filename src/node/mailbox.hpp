@@ -1,0 +1,120 @@
+// The mailboxes of a node's ranks in its shared segment (segment.hpp): one
+// slot per rank and parity of the collective's sequence number, a failure
+// notice per rank, and each process's pid. A rank writes its message (a
+// fingerprint record, a small collective's input riding along) into its own
+// slot for collective `seq` and publishes it with a release store of seq + 1;
+// every rank reads every slot of `seq` in place. Two slots per rank suffice:
+// a rank writes the slot of seq + 2 only after every rank published seq + 1,
+// that is after every rank finished reading seq.
+//
+// Waits spin briefly, then yield, then sleep on a futex that every publish
+// and notice rings, so that oversubscribed runs do not burn the cores. Every
+// wait has a deadline, ends on the abort flag, on a failure notice of any rank
+// of the node (the mailbox stays failed: every later wait returns it), and on
+// the death of the awaited rank's process (pidfd; kPeerFailure naming it)
+// within kLivenessPeriod.
+//
+// The bytes in the segment come from other processes: lengths are checked
+// against the slot before use; what a slot holds is the reader's to validate.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "node/segment.hpp"
+#include "ruccl/status.hpp"
+
+namespace ruccl::node {
+
+using Clock = std::chrono::steady_clock;
+using Tag = std::array<std::uint8_t, 16>;
+
+inline constexpr auto kLivenessPeriod = std::chrono::milliseconds(20);
+
+// Each rank has two lanes of slots: kFull carries the agreement of every
+// collective (a fingerprint record, a small input riding along); kLean the
+// lean path of a small collective (a short fingerprint and the input). A rank
+// that tries the lean path and finds a peer on the full lane falls back to
+// the agreement, in the same collective (world_agreement.cpp).
+enum class Lane : std::uint8_t { kFull = 0, kLean = 1 };
+
+struct MailboxShape {
+  std::size_t ranks = 0;        // ranks of the node (processes x per_process)
+  std::size_t processes = 0;    // processes of the node
+  std::size_t per_process = 1;  // ranks per process
+  std::size_t slot_bytes = 0;   // message capacity of one slot
+  std::size_t first = 0;        // global rank of the node's rank 0 (errors name global ranks)
+  std::size_t first_process = 0;  // world process index of the node's process 0
+};
+
+// Bytes of the segment for `shape`: a 256-byte control block, 64 bytes per
+// process, 512 per rank's notice, and 2 lanes x 2 parities x (64 + slot_bytes
+// rounded up to 64) per rank.
+std::size_t segment_bytes(const MailboxShape& shape);
+
+class Mailbox {
+ public:
+  // The creator lays the segment out (a zero-filled one) and stamps it with
+  // `tag` (a MAC of the job token: a process that opened another job's
+  // segment finds another tag).
+  static void lay_out(Segment& segment, const MailboxShape& shape, const Tag& tag);
+  // Every process: the segment checked against the shape and the tag, this
+  // process's pid registered (process `process` of the node). `abort`: the
+  // communicator's abort flag (outlives the mailbox).
+  static Result<Mailbox> attach(Segment segment, const MailboxShape& shape, const Tag& tag,
+                                std::size_t process, const std::atomic<bool>* abort);
+  // After every process attached: the pids of the others, watched (pidfd).
+  Status watch_processes();
+
+  Mailbox(Mailbox&&) noexcept = default;
+  Mailbox& operator=(Mailbox&&) noexcept = default;
+  ~Mailbox() = default;
+
+  const MailboxShape& shape() const { return shape_; }
+  void close_segment_fd() { segment_.close_fd(); }
+  // The slot of node rank `rank` for collective `seq` on `lane`: slot_bytes to write.
+  std::span<std::byte> slot(std::size_t rank, std::uint64_t seq, Lane lane) const;
+  // Publishes `bytes` (<= slot_bytes) written into slot(rank, seq, lane).
+  void publish(std::size_t rank, std::uint64_t seq, std::size_t bytes, Lane lane);
+  // The message node rank `rank` published for `seq`, in place (valid until
+  // this rank publishes seq + 1): on the full lane; waiting on the lean lane,
+  // on either (the full lane wins: that rank went, or fell back, to the
+  // agreement). Callable from one thread per local rank.
+  struct Message {
+    Lane lane = Lane::kFull;
+    std::span<const std::byte> bytes;
+  };
+  Result<Message> wait(std::size_t rank, std::uint64_t seq, Clock::time_point deadline,
+                       Lane lane = Lane::kFull);
+  // Posts node rank `rank`'s failure notice of collective `seq` (once per
+  // rank; later calls do nothing) and wakes every waiter of the node.
+  void notify(std::size_t rank, std::uint64_t seq, const Status& error);
+
+ private:
+  Mailbox(Segment segment, const MailboxShape& shape, const std::atomic<bool>* abort)
+      : segment_(std::move(segment)), shape_(shape), abort_(abort) {}
+  std::byte* at(std::size_t offset) const { return segment_.data() + offset; }
+  std::byte* slot_at(std::size_t rank, std::uint64_t seq, Lane lane) const;
+  // The first notice posted (the mailbox's lasting error); ok if none.
+  Status notice() const;
+  // kPeerFailure if the process of node rank `rank` has exited.
+  Status alive(std::size_t rank) const;
+  std::string name(std::size_t rank) const;  // "rank R (process P, pid N)"
+  void ring();
+
+  Segment segment_;
+  MailboxShape shape_;
+  const std::atomic<bool>* abort_ = nullptr;
+  std::vector<UniqueFd> pidfds_;  // per process of the node (-1: this one, or none)
+  std::vector<pid_t> pids_;
+};
+
+}  // namespace ruccl::node
