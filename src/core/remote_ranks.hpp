@@ -65,8 +65,7 @@ class RemoteRanks {
   virtual std::optional<Result<RankOutcome>> lean(std::size_t /*local*/, std::uint64_t /*seq*/,
                                                   const Request& /*req*/,
                                                   const Geometry& /*geometry*/,
-                                                  DeviceAdapter& /*adapter*/,
-                                                  DeviceId /*device*/,
+                                                  DeviceAdapter& /*adapter*/, DeviceId /*device*/,
                                                   std::chrono::milliseconds /*timeout*/) {
     return std::nullopt;
   }

@@ -58,11 +58,11 @@ std::string_view algorithm_name(Algorithm a) noexcept;
 
 // Where the ranks are: the same for every call of a communicator.
 struct Topology {
-  std::size_t world = 1;     // ranks in all processes
-  std::size_t local = 1;     // ranks in this process (every process has as many)
-  bool remote = false;       // there is a transport to other processes
-  bool host_buffers = true;  // the ranks' buffers are host memory
-  bool node_mailbox = false; // every rank of the world shares this node's mailboxes
+  std::size_t world = 1;      // ranks in all processes
+  std::size_t local = 1;      // ranks in this process (every process has as many)
+  bool remote = false;        // there is a transport to other processes
+  bool host_buffers = true;   // the ranks' buffers are host memory
+  bool node_mailbox = false;  // every rank of the world shares this node's mailboxes
 };
 
 // What of one call the choice reads (from the plan, or before the agreement

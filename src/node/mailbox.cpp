@@ -117,14 +117,12 @@ Status Mailbox::watch_processes() {
     const auto pid = atomic_at<std::int64_t>(at(l.processes_at + p * kProcessBytes))
                          .load(std::memory_order_acquire);
     if (pid <= 0 || pid > INT_MAX)
-      return Status(ErrorCode::kProtocolError,
-                    "the node segment names no pid for process " +
-                        std::to_string(shape_.first_process + p));
+      return Status(ErrorCode::kProtocolError, "the node segment names no pid for process " +
+                                                   std::to_string(shape_.first_process + p));
     pids_[p] = static_cast<pid_t>(pid);
     // A pidfd turns readable when its process exits (before it is reaped).
-    pidfds_.emplace_back(pids_[p] == ::getpid()
-                             ? -1
-                             : static_cast<int>(syscall(SYS_pidfd_open, pids_[p], 0)));
+    pidfds_.emplace_back(
+        pids_[p] == ::getpid() ? -1 : static_cast<int>(syscall(SYS_pidfd_open, pids_[p], 0)));
   }
   return Status::ok();
 }
@@ -229,9 +227,9 @@ Result<Mailbox::Message> Mailbox::wait(std::size_t rank, std::uint64_t seq,
     std::uint64_t bytes = 0;
     std::memcpy(&bytes, s + 8, sizeof bytes);
     if (bytes > shape_.slot_bytes)
-      return Status(ErrorCode::kProtocolError,
-                    name(rank) + " published " + std::to_string(bytes) +
-                        " bytes in a slot of " + std::to_string(shape_.slot_bytes));
+      return Status(ErrorCode::kProtocolError, name(rank) + " published " + std::to_string(bytes) +
+                                                   " bytes in a slot of " +
+                                                   std::to_string(shape_.slot_bytes));
     return Message{s == full ? Lane::kFull : Lane::kLean,
                    std::span<const std::byte>(s + kSlotHeader, bytes)};
   };
@@ -256,13 +254,13 @@ Result<Mailbox::Message> Mailbox::wait(std::size_t rank, std::uint64_t seq,
       next_check = now + kLivenessPeriod;
     }
     if (now >= deadline)
-      return Status(ErrorCode::kTimeout,
-                    "waiting for " + name(rank) + "'s message of collective #" +
-                        std::to_string(seq) + " on the node's shared memory: timed out after " +
-                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                           now - start)
-                                           .count()) +
-                        " ms");
+      return Status(
+          ErrorCode::kTimeout,
+          "waiting for " + name(rank) + "'s message of collective #" + std::to_string(seq) +
+              " on the node's shared memory: timed out after " +
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()) +
+              " ms");
     if (now - start < std::chrono::microseconds(50)) {
       std::this_thread::yield();
       continue;
@@ -273,8 +271,8 @@ Result<Mailbox::Message> Mailbox::wait(std::size_t rank, std::uint64_t seq,
     sleepers.fetch_add(1, std::memory_order_seq_cst);
     if (ready() == nullptr && notices.load(std::memory_order_seq_cst) == 0)
       futex_wait(reinterpret_cast<std::uint32_t*>(at(kBellAt)), b,
-                 std::min<Clock::duration>({deadline - now, next_check - now,
-                                            std::chrono::milliseconds(1)}));
+                 std::min<Clock::duration>(
+                     {deadline - now, next_check - now, std::chrono::milliseconds(1)}));
     sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
 }

@@ -47,11 +47,11 @@ inline constexpr auto kLivenessPeriod = std::chrono::milliseconds(20);
 enum class Lane : std::uint8_t { kFull = 0, kLean = 1 };
 
 struct MailboxShape {
-  std::size_t ranks = 0;        // ranks of the node (processes x per_process)
-  std::size_t processes = 0;    // processes of the node
-  std::size_t per_process = 1;  // ranks per process
-  std::size_t slot_bytes = 0;   // message capacity of one slot
-  std::size_t first = 0;        // global rank of the node's rank 0 (errors name global ranks)
+  std::size_t ranks = 0;          // ranks of the node (processes x per_process)
+  std::size_t processes = 0;      // processes of the node
+  std::size_t per_process = 1;    // ranks per process
+  std::size_t slot_bytes = 0;     // message capacity of one slot
+  std::size_t first = 0;          // global rank of the node's rank 0 (errors name global ranks)
   std::size_t first_process = 0;  // world process index of the node's process 0
 };
 

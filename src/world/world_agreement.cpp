@@ -8,9 +8,9 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -207,8 +207,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     if (kLeanHeader + bytes > box.shape().slot_bytes) return std::nullopt;
     std::array<std::uint64_t, kLeanHeader / 8> head{};
     head[0] = static_cast<std::uint64_t>(req.dtype) | std::uint64_t(req.op) << 8 |
-              std::uint64_t(req.kind) << 24 |
-              std::uint64_t(req.in.shape.size()) << 16;
+              std::uint64_t(req.kind) << 24 | std::uint64_t(req.in.shape.size()) << 16;
     head[1] = geometry.count;
     head[2] = req.max_chunk_bytes;
     for (std::size_t d = 0; d < req.in.shape.size(); ++d) head[3 + d] = req.in.shape[d];
@@ -237,26 +236,26 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       inputs[r] = got.data() + kLeanHeader;
     }
     if (!same) return std::nullopt;  // every rank saw the same slots: all fall back
-    auto outcome = core::catch_to_status(ErrorCode::kInternal, "the lean path",
-                                         [&]() -> Result<core::RankOutcome> {
-      core::RankOutcome out;
-      void* dst = req.out ? req.out->data : nullptr;
-      if (!req.out) {
-        auto mem = adapter.allocate(device, bytes);
-        RUCCL_TRY(mem);
-        dst = mem.value().get();
-        out.tensor.emplace(std::move(mem).value(), req.dtype, req.in.shape, device);
-      }
-      if (bytes == 0) return out;
-      // In rank order, from rank 0's input: the same bits on every rank. (An
-      // in-place caller's buffer is its input: rank `me`'s copy is in its slot.)
-      std::memcpy(dst, inputs[0], bytes);
-      for (std::size_t r = 1; r < world_; ++r)
-        RUCCL_TRY(host::reduce(req.dtype, req.op, dst, dst, inputs[r], geometry.count));
-      if (req.op == ReduceOp::kMean)
-        RUCCL_TRY(host::divide(req.dtype, dst, geometry.count, world_));
-      return out;
-    });
+    auto outcome = core::catch_to_status(
+        ErrorCode::kInternal, "the lean path", [&]() -> Result<core::RankOutcome> {
+          core::RankOutcome out;
+          void* dst = req.out ? req.out->data : nullptr;
+          if (!req.out) {
+            auto mem = adapter.allocate(device, bytes);
+            RUCCL_TRY(mem);
+            dst = mem.value().get();
+            out.tensor.emplace(std::move(mem).value(), req.dtype, req.in.shape, device);
+          }
+          if (bytes == 0) return out;
+          // In rank order, from rank 0's input: the same bits on every rank. (An
+          // in-place caller's buffer is its input: rank `me`'s copy is in its slot.)
+          std::memcpy(dst, inputs[0], bytes);
+          for (std::size_t r = 1; r < world_; ++r)
+            RUCCL_TRY(host::reduce(req.dtype, req.op, dst, dst, inputs[r], geometry.count));
+          if (req.op == ReduceOp::kMean)
+            RUCCL_TRY(host::divide(req.dtype, dst, geometry.count, world_));
+          return out;
+        });
     if (!outcome) box.notify(me - base, seq, outcome.status());
     return outcome;
   }
@@ -425,7 +424,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // Each rank's message as received (in `in`, or in place in its node
     // mailbox slot); this rank's own is empty.
     std::vector<std::span<const std::byte>> msg;
-    std::vector<transport::SendOp> sends;        // the agreement's messages (scratch)
+    std::vector<transport::SendOp> sends;  // the agreement's messages (scratch)
     std::vector<transport::RecvOp> recvs;
   };
   const std::size_t record_bytes_;  // of one fingerprint record (wire_words)
@@ -440,11 +439,11 @@ class WorldRemoteRanks final : public core::RemoteRanks {
 std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::unique_ptr<std::atomic<bool>> abort_flag, std::unique_ptr<bootstrap::Bootstrap> boot,
     std::vector<std::unique_ptr<transport::Transport>> transports,
-    std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world,
-    std::size_t nodes, const Config& config, std::shared_ptr<const core::FaultPlan> faults) {
+    std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world, std::size_t nodes,
+    const Config& config, std::shared_ptr<const core::FaultPlan> faults) {
   return std::make_unique<WorldRemoteRanks>(std::move(abort_flag), std::move(boot),
-                                            std::move(transports), std::move(mailbox), first,
-                                            world, nodes, config, std::move(faults));
+                                            std::move(transports), std::move(mailbox), first, world,
+                                            nodes, config, std::move(faults));
 }
 
 }  // namespace ruccl::world

@@ -11,21 +11,21 @@
 
 #include <algorithm>
 #include <atomic>
-#include <climits>
-#include <optional>
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "bootstrap/bootstrap.hpp"
-#include "node/mailbox.hpp"
 #include "core/catch_to_status.hpp"
 #include "core/fault.hpp"
 #include "core/log.hpp"
+#include "node/mailbox.hpp"
 #include "transport/transport.hpp"
 #include "transport/transport_run.hpp"  // choose_memory_path
-#include "transport/wire_header.hpp"   // WireKeys: the node segment's tag
+#include "transport/wire_header.hpp"    // WireKeys: the node segment's tag
 #include "world/fingerprint_codec.hpp"  // wire_words: the mailbox slots hold records
 #include "world/from_bootstrap.hpp"
 #include "world/world_remote_ranks.hpp"
@@ -401,9 +401,9 @@ class Creation {
     const NodeRecord mine = my_node_record(created ? created->fd() : -1);
     std::vector<std::byte> payload;
     for (std::uint64_t v : {mine.ipc, mine.pid_ns, mine.pid, mine.fd}) put_u64(payload, v);
-    auto agreed = bootstrap::agree_outcome(*boot_, local, payload,
-                                           "creation (share memory on the node)",
-                                           bootstrap::Wait::within(config_.timeout()));
+    auto agreed =
+        bootstrap::agree_outcome(*boot_, local, payload, "creation (share memory on the node)",
+                                 bootstrap::Wait::within(config_.timeout()));
     RUCCL_TRY(agreed);
     // Every process of the node reads the same records, so all decide alike.
     std::vector<NodeRecord> records(shape.processes);
@@ -414,10 +414,10 @@ class Creation {
       NodeRecord& r = records[p];
       if (!get_u64(blob, at, r.ipc) || !get_u64(blob, at, r.pid_ns) || !get_u64(blob, at, r.pid) ||
           !get_u64(blob, at, r.fd) || at != blob.size())
-        return Status(ErrorCode::kProtocolError,
-                      "creation (share memory on the node): process " +
-                          std::to_string(node_first + p) + " sent a malformed record of " +
-                          std::to_string(blob.size()) + " bytes");
+        return Status(ErrorCode::kProtocolError, "creation (share memory on the node): process " +
+                                                     std::to_string(node_first + p) +
+                                                     " sent a malformed record of " +
+                                                     std::to_string(blob.size()) + " bytes");
       shared = shared && r.ipc != 0 && r.ipc == records[0].ipc && r.pid_ns != 0 &&
                r.pid_ns == records[0].pid_ns;
     }
@@ -428,24 +428,24 @@ class Creation {
         seg = std::move(*created);
       } else {
         if (records[0].pid == 0 || records[0].pid > INT_MAX || records[0].fd > INT_MAX)
-          return Status(ErrorCode::kProtocolError,
-                        "creation (share memory on the node): process " +
-                            std::to_string(node_first) + " names no segment");
-        auto opened = node::Segment::open(static_cast<pid_t>(records[0].pid),
-                                          static_cast<int>(records[0].fd),
-                                          node::segment_bytes(shape));
+          return Status(ErrorCode::kProtocolError, "creation (share memory on the node): process " +
+                                                       std::to_string(node_first) +
+                                                       " names no segment");
+        auto opened =
+            node::Segment::open(static_cast<pid_t>(records[0].pid), static_cast<int>(records[0].fd),
+                                node::segment_bytes(shape));
         RUCCL_TRY(opened);
         seg = std::move(opened).value();
       }
-      auto box = node::Mailbox::attach(std::move(seg), shape, tag, topo_.local_process,
-                                       abort_flag_.get());
+      auto box =
+          node::Mailbox::attach(std::move(seg), shape, tag, topo_.local_process, abort_flag_.get());
       RUCCL_TRY(box);
       mailbox_ = std::make_unique<node::Mailbox>(std::move(box).value());
       return Status::ok();
     });
-    auto all_mapped = bootstrap::agree_outcome(*boot_, mapped, {},
-                                               "creation (share memory on the node: map)",
-                                               bootstrap::Wait::within(config_.timeout()));
+    auto all_mapped =
+        bootstrap::agree_outcome(*boot_, mapped, {}, "creation (share memory on the node: map)",
+                                 bootstrap::Wait::within(config_.timeout()));
     RUCCL_TRY(all_mapped);
     // Every process mapped the segment: the descriptors go (the memory stays
     // until the last process unmaps it).
@@ -496,10 +496,9 @@ class Creation {
   Result<std::shared_ptr<Communicator>> communicator() && {
     auto adapter = make_adapter(devices_.front().kind);
     RUCCL_TRY(adapter);
-    auto remote =
-        world::make_world_remote_ranks(std::move(abort_flag_), std::move(boot_),
-                                       std::move(transports_), std::move(mailbox_), first_,
-                                       world_, topo_.nodes, config_, faults_);
+    auto remote = world::make_world_remote_ranks(std::move(abort_flag_), std::move(boot_),
+                                                 std::move(transports_), std::move(mailbox_),
+                                                 first_, world_, topo_.nodes, config_, faults_);
     return core::make_world_communicator(std::move(devices_), adapter.value(), std::move(config_),
                                          std::move(remote), faults_);
   }

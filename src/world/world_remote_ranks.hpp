@@ -25,7 +25,7 @@ namespace ruccl::world {
 std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::unique_ptr<std::atomic<bool>> abort_flag, std::unique_ptr<bootstrap::Bootstrap> boot,
     std::vector<std::unique_ptr<transport::Transport>> transports,
-    std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world,
-    std::size_t nodes, const Config& config, std::shared_ptr<const core::FaultPlan> faults);
+    std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world, std::size_t nodes,
+    const Config& config, std::shared_ptr<const core::FaultPlan> faults);
 
 }  // namespace ruccl::world

@@ -33,6 +33,9 @@ slack_ms=${RUCCL_FAULT_SLACK_MS:-1500}   # scheduling on 2 cores; under one dead
                                          # survivor that waits a second deadline fails
 hard_s=40                                # the job's wall clock limit (a hang)
 check_seq=${RUCCL_FAULT_CHECK_SEQ:-0}
+# Set: every survivor must report PeerFailure within this many ms of the kill
+# (the node mailboxes watch their peers' processes), not wait for a deadline.
+within_ms=${RUCCL_FAULT_WITHIN_MS:-}
 [ -x "$worker" ] || { echo "no executable $worker" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/ruccl-kill.XXXXXX)
@@ -87,6 +90,10 @@ for ((t = first; t < first + trials; ++t)); do
     [ -z "$codes" ] || [ "$codes" = "$status" ] || bad "status $status where another survivor got $codes"
     codes=$status
     [ $ms -le $((timeout_s * 1000 + slack_ms)) ] || bad "${ms} ms after the kill"
+    if [ -n "$within_ms" ]; then
+      [ "$status" = PeerFailure ] || bad "status $status, not PeerFailure"
+      [ $ms -le "$within_ms" ] || bad "${ms} ms after the kill, over ${within_ms} ms"
+    fi
     # Every survivor names the rank(s) it waited on; at least one names the
     # victim. (When nobody fails outright, all survivors time out at about the
     # same moment, and one whose deadline passed on a live neighbour names that

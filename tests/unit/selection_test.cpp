@@ -89,6 +89,48 @@ TEST(Selection, OneShotBounds) {
             Algorithm::kFlatRing);
 }
 
+// Every rank of the world on one node, asked before the agreement (lean_offer).
+CallShape lean_offer(std::size_t bytes, std::size_t budget = Config::kDefaultMaxChunkBytes) {
+  return CallShape{CollectiveKind::kAllReduce, bytes, budget, kFused, true, true};
+}
+Topology node(std::size_t processes, std::size_t local, bool host = true) {
+  Topology t = world(processes, local, host);
+  t.node_mailbox = true;
+  return t;
+}
+
+TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
+  const Config c;
+  const std::size_t limit = Config::kDefaultOneShotBytes;
+  for (std::size_t local : {1u, 2u}) {
+    EXPECT_EQ(pick(c, lean_offer(8), node(2, local)), Algorithm::kNodeMailbox);
+    EXPECT_EQ(pick(c, lean_offer(0), node(2, local)), Algorithm::kNodeMailbox);
+    EXPECT_EQ(pick(c, lean_offer(limit), node(3, local)), Algorithm::kNodeMailbox);
+    EXPECT_NE(pick(c, lean_offer(limit + 1), node(3, local)), Algorithm::kNodeMailbox);
+  }
+  // Not without the node's mailboxes, not after the offer (the agreement's
+  // own choice), not for device buffers, not for other collectives, not
+  // beyond the slot or the budget, not under the flat-ring strategy.
+  EXPECT_EQ(pick(c, lean_offer(8), world(2, 1)), Algorithm::kOneShot);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), node(2, 1)), Algorithm::kOneShot);
+  EXPECT_NE(pick(c, lean_offer(8), node(2, 1, false)), Algorithm::kNodeMailbox);
+  CallShape bcast = lean_offer(8);
+  bcast.kind = CollectiveKind::kBroadcast;
+  EXPECT_EQ(pick(c, bcast, node(2, 1)), Algorithm::kFlatRing);
+  const Config big = Config().with_one_shot_bytes(SIZE_MAX);
+  EXPECT_EQ(pick(big, lean_offer(kFused), node(2, 1)), Algorithm::kNodeMailbox);
+  EXPECT_NE(pick(big, lean_offer(kFused + 1), node(2, 1)), Algorithm::kNodeMailbox);
+  EXPECT_EQ(pick(c, lean_offer(64, 64 * 3), node(4, 1)), Algorithm::kNodeMailbox);
+  EXPECT_NE(pick(c, lean_offer(64, 64 * 3 - 1), node(4, 1)), Algorithm::kNodeMailbox);
+  const Config flat = Config().with_global_strategy(GlobalStrategy::kFlatRing);
+  EXPECT_EQ(pick(flat, lean_offer(8), node(2, 2)), Algorithm::kOneShot);
+  // A forced rule comes first: RUCCL_ALGO=all_reduce:@flat_ring keeps the ring.
+  const Config forced = Config().with_algorithm("all_reduce:@flat_ring");
+  EXPECT_EQ(pick(forced, lean_offer(8), node(2, 2)), Algorithm::kFlatRing);
+  const Config forced_lean = Config().with_algorithm("all_reduce:0-1k:@node_mailbox");
+  EXPECT_EQ(pick(forced_lean, lean_offer(512), node(2, 2)), Algorithm::kNodeMailbox);
+}
+
 TEST(Selection, ForcedRulesComeFirstAndFallThroughWhereInfeasible) {
   Config c;
   c.with_algorithm("all_reduce:0-4k:@one_shot#4k-inf:@flat_ring;broadcast:@flat_ring");
@@ -161,6 +203,7 @@ TEST(Selection, Names) {
   EXPECT_EQ(algorithm_name(Algorithm::kFlatRing), "flat_ring");
   EXPECT_EQ(algorithm_name(Algorithm::kHierarchical), "hierarchical");
   EXPECT_EQ(algorithm_name(Algorithm::kOneShot), "one_shot");
+  EXPECT_EQ(algorithm_name(Algorithm::kNodeMailbox), "node_mailbox");
 }
 
 }  // namespace
