@@ -70,7 +70,8 @@ void CallWatch::finished(Result<RankOutcome>& outcome, std::size_t peak_staging,
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - started_).count();
     logger.log(LogLevel::kTrace, rank_,
                std::string(kind) + " #" + std::to_string(seq_) + " " + std::to_string(bytes_) +
-                   " bytes done in " + std::to_string(static_cast<long long>(us)) + " us");
+                   " bytes" + (algorithm_.empty() ? "" : " (" + std::string(algorithm_) + ")") +
+                   " done in " + std::to_string(static_cast<long long>(us)) + " us");
   }
 }
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/engine.hpp"
@@ -64,6 +65,8 @@ class CallWatch {
   void begun(const Request& request, std::size_t bytes);
   void agreed() { observer_.recorder_.mark(local_, FlightState::kAgreed); }
   void running() { observer_.recorder_.mark(local_, FlightState::kRunning); }
+  // The algorithm that ran it (algorithm_name: a static string), for the log.
+  void ran(std::string_view algorithm) { algorithm_ = algorithm; }
   // A phase span of the call (a no-op without tracing).
   ScopedSpan phase(const char* name) const {
     return ScopedSpan(observer_.tracer(), local_, observer_.tracer() ? name : "", "phase");
@@ -85,6 +88,7 @@ class CallWatch {
   ScopedSpan span_;
   Clock::time_point started_;
   std::size_t bytes_ = 0;
+  std::string_view algorithm_;
   bool recorded_ = false;
 };
 

@@ -297,7 +297,7 @@ void Communicator::Impl::check_and_prepare(Call& c) {
 
 std::optional<Result<core::RankOutcome>> Communicator::Impl::try_lean(Call& c) {
   if (!topology.node_mailbox || !c.geometry.is_ok() || c.faults.adapter || c.faults.in_steps() ||
-      c.faults.oom_at("run") || !c.req.has_input)
+      c.faults.oom_at("run"))
     return std::nullopt;
   const core::CallShape offer{c.req.kind, c.bytes, c.req.max_chunk_bytes, remote->lean_capacity(),
                               true,       true};
@@ -307,7 +307,10 @@ std::optional<Result<core::RankOutcome>> Communicator::Impl::try_lean(Call& c) {
                            config.timeout());
   // The other ranks' inputs, read where they lie (the node's slots), as the
   // one-shot holds them in its receive buffers.
-  if (lean && lean->is_ok()) c.peak_staging = c.bytes * (world - 1);
+  if (lean && lean->is_ok()) {
+    c.peak_staging = c.bytes * (world - 1);
+    c.watch.ran(core::algorithm_name(core::Algorithm::kNodeMailbox));
+  }
   return lean;
 }
 
@@ -389,6 +392,7 @@ Result<core::RankOutcome> Communicator::Impl::execute(Call& c) {
           job.algorithm = executors.algorithm;
           job.remote = remote.get();
         }
+        c.watch.ran(core::algorithm_name(job.algorithm));
         job.request = &c.req;
         job.geometry = &c.geometry.value();
         job.generation = &generation;

@@ -151,8 +151,11 @@ AlgorithmTable make_table(const Config& config) {
   // Flat ring: every transfer is a message, a small all-reduce's included.
   for (CollectiveKind kind : kKinds) {
     if (hierarchical) add(t, kind, Algorithm::kInProcess);
+    // The whole world on one node: small collectives through its mailboxes.
+    if (one_shot > 0 && hierarchical && kind != CollectiveKind::kReduceScatter &&
+        kind != CollectiveKind::kAllToAllV)
+      add(t, kind, Algorithm::kNodeMailbox, 0, one_shot_end);
     if (kind == CollectiveKind::kAllReduce) {
-      if (one_shot > 0 && hierarchical) add(t, kind, Algorithm::kNodeMailbox, 0, one_shot_end);
       if (one_shot > 0) add(t, kind, Algorithm::kOneShot, 0, one_shot_end);
       if (hierarchical) add(t, kind, Algorithm::kHierarchical);
     }
@@ -174,10 +177,18 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
       return topo.remote && call.kind == CollectiveKind::kAllReduce && topo.host_buffers &&
              topo.world >= 2 && call.inputs_delivered && call.bytes > 0 &&
              call.bytes <= call.fused_capacity && call.bytes <= call.budget / (topo.world - 1);
-    case Algorithm::kNodeMailbox:
-      return topo.node_mailbox && call.lean_offer && call.kind == CollectiveKind::kAllReduce &&
-             topo.host_buffers && topo.world >= 2 && call.bytes <= call.fused_capacity &&
-             call.bytes <= call.budget / (topo.world - 1);
+    case Algorithm::kNodeMailbox: {
+      // A rank holds the others' inputs at once (a broadcast's receiver only
+      // the sender's): within the budget.
+      const bool kind = call.kind == CollectiveKind::kAllReduce ||
+                        call.kind == CollectiveKind::kReduce ||
+                        call.kind == CollectiveKind::kBroadcast ||
+                        call.kind == CollectiveKind::kAllGather;
+      const std::size_t held = call.kind == CollectiveKind::kBroadcast ? 1 : topo.world - 1;
+      return topo.node_mailbox && call.lean_offer && kind && topo.host_buffers &&
+             topo.world >= 2 && call.bytes <= call.fused_capacity &&
+             call.bytes <= call.budget / held;
+    }
   }
   return false;
 }

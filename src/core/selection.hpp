@@ -49,9 +49,10 @@ enum class Algorithm : std::uint8_t {
   // All-reduce: each rank's input rides with its fingerprint; the sum is
   // taken over the delivered inputs (ring/one_shot_all_reduce.cpp).
   kOneShot,
-  // All-reduce, every rank of the world on one node: one round through the
-  // node's shared-memory mailboxes (node/mailbox.hpp), no engine, rendezvous
-  // or UCX; the fingerprint rides in the same slot (RemoteRanks::lean).
+  // All-reduce, reduce, broadcast or all-gather, every rank of the world on
+  // one node: one round through the node's shared-memory mailboxes
+  // (node/mailbox.hpp), no engine, rendezvous or UCX; the fingerprint rides
+  // in the same slot (RemoteRanks::lean).
   kNodeMailbox,
 };
 std::string_view algorithm_name(Algorithm a) noexcept;

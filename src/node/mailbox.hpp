@@ -97,6 +97,9 @@ class Mailbox {
   // Posts node rank `rank`'s failure notice of collective `seq` (once per
   // rank; later calls do nothing) and wakes every waiter of the node.
   void notify(std::size_t rank, std::uint64_t seq, const Status& error);
+  // kPeerFailure naming it if the process of node rank `rank` has exited
+  // (its pidfd turned readable). Any thread.
+  Status alive(std::size_t rank) const;
 
  private:
   Mailbox(Segment segment, const MailboxShape& shape, const std::atomic<bool>* abort)
@@ -105,8 +108,6 @@ class Mailbox {
   std::byte* slot_at(std::size_t rank, std::uint64_t seq, Lane lane) const;
   // The first notice posted (the mailbox's lasting error); ok if none.
   Status notice() const;
-  // kPeerFailure if the process of node rank `rank` has exited.
-  Status alive(std::size_t rank) const;
   std::string name(std::size_t rank) const;  // "rank R (process P, pid N)"
   void ring();
 

@@ -108,6 +108,8 @@ class ExchangeRound {
   void poll();
   Status check_completed(const Message& m) const;
   Status failed_peer_error() const;
+  // kPeerFailure if watch_peers's function says a peer we wait on is gone.
+  Status dead_peer_error() const;
   Status outstanding_error(ErrorCode code, const std::string& what) const;
   std::string cancel_outstanding();
   void drain(Clock::time_point until, bool receives_only = false);
@@ -453,6 +455,18 @@ Status ExchangeRound::failed_peer_error() const {
   return Status::ok();
 }
 
+Status ExchangeRound::dead_peer_error() const {
+  std::size_t last = SIZE_MAX;
+  for (std::size_t i : in_flight_) {
+    const std::size_t peer = messages_[i].peer;
+    if (peer == last || peer == t_.self_) continue;
+    last = peer;
+    if (Status alive = t_.peer_alive_(peer); !alive)
+      return outstanding_error(alive.code(), alive.message());
+  }
+  return Status::ok();
+}
+
 // "<what>: waiting for ranks 1, 3: 3 of 8 messages outstanding: recv from rank 1 tag ..."
 Status ExchangeRound::outstanding_error(ErrorCode code, const std::string& what) const {
   std::vector<std::size_t> ranks;
@@ -576,6 +590,7 @@ Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp>
   }
 
   Status error;
+  auto next_liveness = Clock::now() + kLivenessPeriod;
   for (std::size_t round = 0;; ++round) {
     poll();
     error = first_error_;
@@ -616,9 +631,15 @@ Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp>
         error = outstanding_error(ErrorCode::kAborted, "exchange aborted");
         break;
       }
-      if (Clock::now() >= deadline) {
+      const auto now = Clock::now();
+      if (now >= deadline) {
         error = outstanding_error(ErrorCode::kTimeout, "exchange: deadline passed");
         break;
+      }
+      if (t_.peer_alive_ && now >= next_liveness) {
+        next_liveness = now + kLivenessPeriod;
+        error = dead_peer_error();
+        if (!error) break;
       }
     }
     t_.worker_.progress();

@@ -43,6 +43,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -87,6 +88,8 @@ struct RecvOp {
 // The largest receive that may take a shorter message (RecvOp::received):
 // what travels in one UCX message behind its header.
 inline constexpr std::size_t kMaxUpToBytes = 8192 - kWireHeaderBytes;
+// How often a waiting exchange asks Transport::watch_peers's function.
+inline constexpr auto kLivenessPeriod = std::chrono::milliseconds(20);
 
 enum class MemoryType { kHost, kCuda };
 
@@ -153,6 +156,15 @@ class Transport {
   // (TransportOptions::abort) too, so that a blocked exchange wakes up.
   // Once per transport, like notify_failure; the first of the two wins.
   virtual void abort_notify(std::uint64_t seq, const Status& error) = 0;
+
+  // Peers whose process can be watched otherwise (the node's pidfds, for
+  // peers that skip UCX's peer-failure detection, see unwatched_peers):
+  // while an exchange waits on a peer, `alive(peer)` is asked about each peer
+  // it waits on every kLivenessPeriod; an error ends the exchange with it
+  // (naming what is outstanding), like a failed endpoint. Call before the
+  // first exchange, from the owning thread; `alive` must be callable from it
+  // for the transport's life. Default: not watched.
+  virtual void watch_peers(std::function<Status(std::size_t peer)> alive) = 0;
 
   // Whether UCX can move memory of this type (ucp_context_query's memory types).
   virtual bool supports(MemoryType type) const = 0;

@@ -72,6 +72,9 @@ class UcxTransport final : public Transport {
                   Clock::time_point deadline) override;
   void notify_failure(std::uint64_t seq, const Status& error) override;
   void abort_notify(std::uint64_t seq, const Status& error) override;
+  void watch_peers(std::function<Status(std::size_t peer)> alive) override {
+    peer_alive_ = std::move(alive);
+  }
   bool supports(MemoryType type) const override;
   std::string describe_lanes(std::size_t peer) const override;
   Status close(Clock::time_point deadline) override;
@@ -138,6 +141,7 @@ class UcxTransport final : public Transport {
   // worker; the endpoints need the worker (their destructors progress it), the
   // worker the context; requests are freed before the worker.
   TransportOptions options_;
+  std::function<Status(std::size_t peer)> peer_alive_;  // watch_peers; empty: none
   WireKeys keys_;                   // derived from options_.token (wire_header.hpp)
   std::vector<PeerHealth> health_;  // sized once, in connect(): never reallocated
   std::vector<std::byte> notice_buffer_;  // the notice receive's target

@@ -31,6 +31,9 @@ class FaultyTransport final : public transport::Transport {
   void abort_notify(std::uint64_t seq, const Status& error) override {
     inner_.abort_notify(seq, error);
   }
+  void watch_peers(std::function<Status(std::size_t)> alive) override {
+    inner_.watch_peers(std::move(alive));
+  }
   bool supports(transport::MemoryType type) const override { return inner_.supports(type); }
   std::string describe_lanes(std::size_t peer) const override {
     return inner_.describe_lanes(peer);

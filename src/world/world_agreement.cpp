@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/catch_to_status.hpp"
+#include "collectives/execution.hpp"  // with_rows
 #include "core/engine.hpp"
 #include "core/log.hpp"
 #include "device/host/host_kernels.hpp"
@@ -37,9 +38,132 @@ constexpr auto kCloseBound = std::chrono::seconds(2);  // graceful endpoint clos
 // (np=2 all-reduce of 16 MiB on the development VM: 1 MiB pieces ran 0.87-0.90
 // of the time of 4 MiB ones, interleaved runs).
 constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
-// The lean path's fingerprint: dtype|op|dims, count, budget, up to kLeanDims dims.
-constexpr std::size_t kLeanDims = 5;
+// ---- the lean path's fingerprint and decision (WorldRemoteRanks::lean) ----
+// Eight words: dtype | op << 8 | dims << 16 | kind << 24 | has_input << 32 |
+// has_output << 33; count; budget; root; up to kLeanDims dims of the tensor.
+constexpr std::size_t kLeanDims = 4;
 constexpr std::size_t kLeanHeader = 64;
+using LeanHeader = std::array<std::uint64_t, kLeanHeader / 8>;
+
+bool lean_kind(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduce ||
+         kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather;
+}
+
+LeanHeader lean_header(const core::Request& req, const core::Geometry& g, const TensorView* view) {
+  LeanHeader h{};
+  const std::size_t dims = view ? view->shape.size() : 0;
+  h[0] = static_cast<std::uint64_t>(req.dtype) | std::uint64_t(req.op) << 8 |
+         std::uint64_t(dims) << 16 | std::uint64_t(req.kind) << 24 |
+         std::uint64_t(req.has_input ? 1 : 0) << 32 | std::uint64_t(req.out ? 1 : 0) << 33;
+  h[1] = g.count;
+  h[2] = req.max_chunk_bytes;
+  h[3] = req.kind == CollectiveKind::kReduce ? req.root : 0;
+  for (std::size_t d = 0; d < dims; ++d) h[4 + d] = view->shape[d];
+  return h;
+}
+
+struct LeanPlan {
+  CollectiveKind kind;
+  DataType dtype;
+  ReduceOp op;
+  std::size_t count;  // elements of each input (the sender's, for a broadcast)
+  std::size_t root;   // reduce's root, broadcast's sender
+  Shape shape;        // of each input (the sender's)
+};
+
+// Whether the ranks' lean slots (their headers and payload sizes) make one
+// collective that the lean path runs; the same answer on every rank. What it
+// refuses (any difference) goes to the agreement, which names it.
+std::optional<LeanPlan> lean_fits(const std::vector<LeanHeader>& heads,
+                                  const std::vector<std::size_t>& sizes, std::size_t world) {
+  const auto field = [](const LeanHeader& h, unsigned shift, std::uint64_t mask) {
+    return (h[0] >> shift) & mask;
+  };
+  const LeanHeader& h0 = heads[0];
+  const auto kind = static_cast<CollectiveKind>(field(h0, 24, 0xff));
+  if (!lean_kind(kind)) return std::nullopt;
+  std::size_t lead = 0;  // the rank whose header describes the data
+  if (kind == CollectiveKind::kBroadcast) {
+    std::size_t senders = 0;
+    for (std::size_t r = 0; r < world; ++r)
+      if (field(heads[r], 32, 1) != 0) lead = r, ++senders;
+    if (senders != 1) return std::nullopt;
+    const LeanHeader& s = heads[lead];
+    for (std::size_t r = 0; r < world; ++r) {
+      const LeanHeader& h = heads[r];
+      if (field(h, 24, 0xff) != field(s, 24, 0xff) || h[2] != s[2]) return std::nullopt;
+      if (r == lead || field(h, 33, 1) == 0) continue;  // a value form takes the sender's
+      if (field(h, 0, 0xff) != field(s, 0, 0xff) || h[1] != s[1]) return std::nullopt;
+    }
+  } else {
+    // Equal in every field but has_output (value and into forms may mix).
+    constexpr std::uint64_t kOutputBit = std::uint64_t{1} << 33;
+    for (std::size_t r = 1; r < world; ++r) {
+      LeanHeader a = heads[r], b = h0;
+      a[0] &= ~kOutputBit;
+      b[0] &= ~kOutputBit;
+      if (a != b) return std::nullopt;
+    }
+    if (kind == CollectiveKind::kReduce && h0[3] >= world) return std::nullopt;
+  }
+  const LeanHeader& h = heads[lead];
+  const std::uint64_t dims = field(h, 16, 0xff);
+  if (dims > kLeanDims || field(h, 0, 0xff) > static_cast<std::uint64_t>(DataType::kBytes))
+    return std::nullopt;
+  LeanPlan plan{kind, static_cast<DataType>(field(h, 0, 0xff)),
+                static_cast<ReduceOp>(field(h, 8, 0xff)), h[1],
+                kind == CollectiveKind::kBroadcast ? lead : h[3], Shape(h.begin() + 4,
+                                                                       h.begin() + 4 + dims)};
+  // Every input is where its header says (bytes of the count).
+  const std::size_t bytes = plan.count * dtype_size(plan.dtype);
+  for (std::size_t r = 0; r < world; ++r) {
+    const bool sends = kind != CollectiveKind::kBroadcast || r == lead;
+    if (sizes[r] != (sends ? bytes : 0)) return std::nullopt;
+  }
+  return plan;
+}
+
+// This rank's output of a fitting lean collective, from the slots' inputs.
+Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& req, std::size_t me,
+                                   const std::vector<const std::byte*>& inputs,
+                                   DeviceAdapter& adapter, DeviceId device) {
+  const std::size_t world = inputs.size();
+  const std::size_t es = dtype_size(plan.dtype);
+  const std::size_t n = plan.count;
+  core::RankOutcome out;
+  const bool gather = plan.kind == CollectiveKind::kAllGather;
+  const bool gets = plan.kind != CollectiveKind::kReduce || me == plan.root;
+  if (!gets) return out;  // a reduce's other ranks get nothing
+  const std::size_t total = gather ? n * world : n;
+  void* dst = req.out ? req.out->data : nullptr;
+  if (!req.out) {
+    auto mem = adapter.allocate(device, total * es);
+    RUCCL_TRY(mem);
+    dst = mem.value().get();
+    const std::size_t rows = plan.shape.empty() ? 1 : plan.shape[0];
+    out.tensor.emplace(std::move(mem).value(), plan.dtype,
+                       gather ? core::with_rows(plan.shape, rows * world) : plan.shape, device);
+  }
+  if (total == 0) return out;
+  auto* d = static_cast<std::byte*>(dst);
+  switch (plan.kind) {
+    case CollectiveKind::kBroadcast:
+      std::memcpy(d, inputs[plan.root], n * es);
+      break;
+    case CollectiveKind::kAllGather:
+      for (std::size_t r = 0; r < world; ++r) std::memcpy(d + r * n * es, inputs[r], n * es);
+      break;
+    default:
+      // In rank order, from rank 0's input: the same bits on every rank. (An
+      // in-place caller's buffer is its input: its copy is in its slot.)
+      std::memcpy(d, inputs[0], n * es);
+      for (std::size_t r = 1; r < world; ++r)
+        RUCCL_TRY(host::reduce(plan.dtype, plan.op, d, d, inputs[r], n));
+      if (plan.op == ReduceOp::kMean) RUCCL_TRY(host::divide(plan.dtype, d, n, world));
+  }
+  return out;
+}
 
 class WorldRemoteRanks final : public core::RemoteRanks {
  public:
@@ -61,8 +185,17 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         faults_(std::move(faults)),
         record_bytes_(wire_words(world) * sizeof(std::uint64_t)),
         one_shot_(per_process_),
-        lean_inputs_(per_process_),
+        lean_(per_process_),
         staging_(per_process_) {
+    // Peers on this node skip UCX's failure detection (shared memory): their
+    // processes are watched through the node's pidfds instead.
+    if (mailbox_)
+      for (auto& t : transports_)
+        t->watch_peers([box = mailbox_.get()](std::size_t peer) -> Status {
+          const std::size_t first = box->shape().first;
+          if (peer < first || peer - first >= box->shape().ranks) return Status::ok();
+          return box->alive(peer - first);
+        });
     if (faults_ && has_send_faults(*faults_))
       for (std::size_t i = 0; i < per_process_; ++i)
         faulty_.push_back(make_faulty_transport(*transports_[i], *faults_, first_ + i));
@@ -181,13 +314,14 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   }
 
   // The lean path (node mailboxes, every rank of the world on this node): a
-  // small all-reduce is one round through the lean lane. Each rank writes a
-  // short fingerprint and its input into its slot; when every rank's slot
-  // holds the same fingerprint, every rank reduces all inputs in rank order
-  // (the same bits everywhere) into its output. A rank that finds another
-  // fingerprint, or a peer on the full lane, falls back to the agreement in
-  // the same collective (nullopt), as every rank does: each sees the same
-  // slots. No engine, rendezvous or UCX.
+  // small all-reduce, reduce, broadcast or all-gather is one round through the
+  // lean lane. Each rank writes a short fingerprint (lean_header) and its
+  // input into its slot; when every rank's fingerprint fits the others
+  // (lean_fits, a pure function of the slots), every rank computes its output
+  // from the slots: reductions in rank order (the same bits everywhere). A
+  // rank that finds otherwise, or a peer on the full lane, falls back to the
+  // agreement in the same collective (nullopt), as every rank does: each sees
+  // the same slots. No engine, rendezvous or UCX.
   std::size_t lean_capacity() const override {
     return node_agreement() && faulty_.empty() ? mailbox_->shape().slot_bytes - kLeanHeader : 0;
   }
@@ -196,32 +330,31 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                                                 const core::Geometry& geometry,
                                                 DeviceAdapter& adapter, DeviceId device,
                                                 std::chrono::milliseconds timeout) override {
-    if (req.kind != CollectiveKind::kAllReduce || req.in.shape.size() > kLeanDims ||
+    const TensorView* view = req.has_input ? &req.in : (req.out ? &*req.out : nullptr);
+    if (!lean_kind(req.kind) || (view != nullptr && view->shape.size() > kLeanDims) ||
         lean_capacity() == 0)
       return std::nullopt;
     node::Mailbox& box = *mailbox_;
     const std::size_t base = box.shape().first;
     const std::size_t me = first_ + local;
-    const std::size_t es = dtype_size(req.dtype);
-    const std::size_t bytes = geometry.count * es;
+    const std::size_t bytes = req.has_input ? geometry.count * dtype_size(req.dtype) : 0;
     if (kLeanHeader + bytes > box.shape().slot_bytes) return std::nullopt;
-    std::array<std::uint64_t, kLeanHeader / 8> head{};
-    head[0] = static_cast<std::uint64_t>(req.dtype) | std::uint64_t(req.op) << 8 |
-              std::uint64_t(req.kind) << 24 | std::uint64_t(req.in.shape.size()) << 16;
-    head[1] = geometry.count;
-    head[2] = req.max_chunk_bytes;
-    for (std::size_t d = 0; d < req.in.shape.size(); ++d) head[3 + d] = req.in.shape[d];
+    const LeanHeader head = lean_header(req, geometry, view);
     const std::span<std::byte> slot = box.slot(me - base, seq, node::Lane::kLean);
     std::memcpy(slot.data(), head.data(), kLeanHeader);
     if (bytes > 0) std::memcpy(slot.data() + kLeanHeader, req.in.data, bytes);
     box.publish(me - base, seq, kLeanHeader + bytes, node::Lane::kLean);
-    std::vector<const std::byte*>& inputs = lean_inputs_[local];
-    inputs.assign(world_, nullptr);
+    LeanScratch& k = lean_[local];
+    k.heads.resize(world_);
+    k.inputs.assign(world_, nullptr);
+    k.sizes.assign(world_, 0);
     const auto deadline = Clock::now() + timeout;
-    bool same = true;
+    bool lean = true;
     for (std::size_t r = 0; r < world_; ++r) {
       if (r == me) {
-        inputs[r] = slot.data() + kLeanHeader;
+        k.heads[r] = head;
+        k.inputs[r] = slot.data() + kLeanHeader;
+        k.sizes[r] = bytes;
         continue;
       }
       auto m = box.wait(r - base, seq, deadline, node::Lane::kLean);
@@ -231,31 +364,20 @@ class WorldRemoteRanks final : public core::RemoteRanks {
             core::describe(seq, req.kind) + ": the lean path (node shared memory)"));
       }
       const std::span<const std::byte> got = m.value().bytes;
-      same = same && m.value().lane == node::Lane::kLean && got.size() == kLeanHeader + bytes &&
-             std::memcmp(got.data(), head.data(), kLeanHeader) == 0;
-      inputs[r] = got.data() + kLeanHeader;
+      if (m.value().lane != node::Lane::kLean || got.size() < kLeanHeader) {
+        lean = false;
+        continue;
+      }
+      std::memcpy(k.heads[r].data(), got.data(), kLeanHeader);
+      k.inputs[r] = got.data() + kLeanHeader;
+      k.sizes[r] = got.size() - kLeanHeader;
     }
-    if (!same) return std::nullopt;  // every rank saw the same slots: all fall back
-    auto outcome = core::catch_to_status(
-        ErrorCode::kInternal, "the lean path", [&]() -> Result<core::RankOutcome> {
-          core::RankOutcome out;
-          void* dst = req.out ? req.out->data : nullptr;
-          if (!req.out) {
-            auto mem = adapter.allocate(device, bytes);
-            RUCCL_TRY(mem);
-            dst = mem.value().get();
-            out.tensor.emplace(std::move(mem).value(), req.dtype, req.in.shape, device);
-          }
-          if (bytes == 0) return out;
-          // In rank order, from rank 0's input: the same bits on every rank. (An
-          // in-place caller's buffer is its input: rank `me`'s copy is in its slot.)
-          std::memcpy(dst, inputs[0], bytes);
-          for (std::size_t r = 1; r < world_; ++r)
-            RUCCL_TRY(host::reduce(req.dtype, req.op, dst, dst, inputs[r], geometry.count));
-          if (req.op == ReduceOp::kMean)
-            RUCCL_TRY(host::divide(req.dtype, dst, geometry.count, world_));
-          return out;
-        });
+    const std::optional<LeanPlan> plan =
+        lean ? lean_fits(k.heads, k.sizes, world_) : std::optional<LeanPlan>();
+    if (!plan) return std::nullopt;  // every rank saw the same slots: all fall back
+    auto outcome = core::catch_to_status(ErrorCode::kInternal, "the lean path", [&] {
+      return lean_run(*plan, req, me, k.inputs, adapter, device);
+    });
     if (!outcome) box.notify(me - base, seq, outcome.status());
     return outcome;
   }
@@ -429,7 +551,12 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   };
   const std::size_t record_bytes_;  // of one fingerprint record (wire_words)
   std::vector<OneShot> one_shot_;   // per local rank
-  std::vector<std::vector<const std::byte*>> lean_inputs_;  // per local rank (scratch)
+  struct LeanScratch {
+    std::vector<LeanHeader> heads;
+    std::vector<const std::byte*> inputs;
+    std::vector<std::size_t> sizes;
+  };
+  std::vector<LeanScratch> lean_;  // per local rank
   // Receive buffers of reduction steps, kept across collectives (per local rank).
   std::vector<std::vector<transport::StagingBuffer>> staging_;
 };

@@ -114,9 +114,23 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   EXPECT_EQ(pick(c, lean_offer(8), world(2, 1)), Algorithm::kOneShot);
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), node(2, 1)), Algorithm::kOneShot);
   EXPECT_NE(pick(c, lean_offer(8), node(2, 1, false)), Algorithm::kNodeMailbox);
-  CallShape bcast = lean_offer(8);
+  // Broadcast, reduce and all-gather too (a broadcast's receiver holds only
+  // the sender's input); not reduce-scatter or all-to-all-v.
+  CallShape other = lean_offer(8);
+  for (CollectiveKind kind : {CollectiveKind::kBroadcast, CollectiveKind::kReduce,
+                              CollectiveKind::kAllGather}) {
+    other.kind = kind;
+    EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+  }
+  for (CollectiveKind kind : {CollectiveKind::kReduceScatter, CollectiveKind::kAllToAllV}) {
+    other.kind = kind;
+    EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
+  }
+  CallShape bcast = lean_offer(64, 64);
   bcast.kind = CollectiveKind::kBroadcast;
-  EXPECT_EQ(pick(c, bcast, node(2, 1)), Algorithm::kFlatRing);
+  EXPECT_EQ(pick(c, bcast, node(4, 1)), Algorithm::kNodeMailbox);
+  bcast.budget = 63;
+  EXPECT_NE(pick(c, bcast, node(4, 1)), Algorithm::kNodeMailbox);
   const Config big = Config().with_one_shot_bytes(SIZE_MAX);
   EXPECT_EQ(pick(big, lean_offer(kFused), node(2, 1)), Algorithm::kNodeMailbox);
   EXPECT_NE(pick(big, lean_offer(kFused + 1), node(2, 1)), Algorithm::kNodeMailbox);
