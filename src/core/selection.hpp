@@ -83,6 +83,12 @@ struct CallShape {
   bool lean_offer = false;
 };
 
+// The node_mailbox rows: every collective up to kNodeMailboxBytes, and while
+// all ranks' inputs together stay within kNodeMailboxTotalBytes (each rank
+// reads every other's: 64 KiB at 4 ranks, 8 KiB at 32).
+inline constexpr std::size_t kNodeMailboxBytes = std::size_t{64} << 10;
+inline constexpr std::size_t kNodeMailboxTotalBytes = std::size_t{256} << 10;
+
 struct SelectionRule {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   std::size_t lo = 0;         // bytes, inclusive

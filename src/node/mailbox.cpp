@@ -28,7 +28,7 @@ std::size_t round_up(std::size_t n) { return (n + 63) / 64 * 64; }
 
 // Control block fields (offsets into the segment).
 constexpr std::size_t kMagicAt = 0, kVersionAt = 8, kTagAt = 16, kBytesAt = 32, kRanksAt = 40,
-                      kProcessesAt = 48, kSlotBytesAt = 56;
+                      kProcessesAt = 48, kSlotBytesAt = 56, kLeanBytesAt = 96;
 constexpr std::size_t kBellAt = 64, kSleepersAt = 68;  // futex word, waiters asleep
 constexpr std::size_t kNoticesAt = 128;                // notices posted
 
@@ -53,15 +53,17 @@ inline void cpu_relax() {
 }
 
 struct Layout {
-  std::size_t processes_at, notices_at, slots_at, slot_stride, total;
+  std::size_t processes_at, notices_at, slots_at, full_stride, lean_stride, rank_stride, total;
 };
 Layout layout_of(const MailboxShape& s) {
   Layout l{};
   l.processes_at = kControlBytes;
   l.notices_at = l.processes_at + s.processes * kProcessBytes;
   l.slots_at = l.notices_at + s.ranks * kNoticeBytes;
-  l.slot_stride = kSlotHeader + round_up(s.slot_bytes);
-  l.total = l.slots_at + s.ranks * 4 * l.slot_stride;
+  l.full_stride = kSlotHeader + round_up(s.slot_bytes);
+  l.lean_stride = kSlotHeader + round_up(s.lean_bytes);
+  l.rank_stride = 2 * (l.full_stride + l.lean_stride);
+  l.total = l.slots_at + s.ranks * l.rank_stride;
   return l;
 }
 
@@ -78,6 +80,7 @@ void Mailbox::lay_out(Segment& segment, const MailboxShape& shape, const Tag& ta
   put(kRanksAt, shape.ranks);
   put(kProcessesAt, shape.processes);
   put(kSlotBytesAt, shape.slot_bytes);
+  put(kLeanBytesAt, shape.lean_bytes);
   atomic_at<std::uint64_t>(b + kMagicAt).store(kMagic, std::memory_order_release);
 }
 
@@ -102,7 +105,8 @@ Result<Mailbox> Mailbox::attach(Segment segment, const MailboxShape& shape, cons
   if (std::memcmp(b + kTagAt, tag.data(), tag.size()) != 0)
     return bad("carries another job's tag: it belongs to another job");
   if (get(kBytesAt) != l.total || get(kRanksAt) != shape.ranks ||
-      get(kProcessesAt) != shape.processes || get(kSlotBytesAt) != shape.slot_bytes)
+      get(kProcessesAt) != shape.processes || get(kSlotBytesAt) != shape.slot_bytes ||
+      get(kLeanBytesAt) != shape.lean_bytes)
     return bad("was laid out for another shape");
   atomic_at<std::int64_t>(b + l.processes_at + process * kProcessBytes)
       .store(static_cast<std::int64_t>(::getpid()), std::memory_order_release);
@@ -129,12 +133,15 @@ Status Mailbox::watch_processes() {
 
 std::byte* Mailbox::slot_at(std::size_t rank, std::uint64_t seq, Lane lane) const {
   const Layout l = layout_of(shape_);
-  const std::size_t index = rank * 4 + static_cast<std::size_t>(lane) * 2 + (seq & 1);
-  return at(l.slots_at + index * l.slot_stride);
+  const std::size_t parity = seq & 1;
+  const std::size_t off =
+      lane == Lane::kFull ? parity * l.full_stride : 2 * l.full_stride + parity * l.lean_stride;
+  return at(l.slots_at + rank * l.rank_stride + off);
 }
 
 std::span<std::byte> Mailbox::slot(std::size_t rank, std::uint64_t seq, Lane lane) const {
-  return {slot_at(rank, seq, lane) + kSlotHeader, shape_.slot_bytes};
+  return {slot_at(rank, seq, lane) + kSlotHeader,
+          lane == Lane::kFull ? shape_.slot_bytes : shape_.lean_bytes};
 }
 
 void Mailbox::publish(std::size_t rank, std::uint64_t seq, std::size_t bytes, Lane lane) {
@@ -226,10 +233,11 @@ Result<Mailbox::Message> Mailbox::wait(std::size_t rank, std::uint64_t seq,
   const auto message = [&](std::byte* s) -> Result<Message> {
     std::uint64_t bytes = 0;
     std::memcpy(&bytes, s + 8, sizeof bytes);
-    if (bytes > shape_.slot_bytes)
+    const std::size_t capacity = s == full ? shape_.slot_bytes : shape_.lean_bytes;
+    if (bytes > capacity)
       return Status(ErrorCode::kProtocolError, name(rank) + " published " + std::to_string(bytes) +
                                                    " bytes in a slot of " +
-                                                   std::to_string(shape_.slot_bytes));
+                                                   std::to_string(capacity));
     return Message{s == full ? Lane::kFull : Lane::kLean,
                    std::span<const std::byte>(s + kSlotHeader, bytes)};
   };

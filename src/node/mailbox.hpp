@@ -50,14 +50,16 @@ struct MailboxShape {
   std::size_t ranks = 0;          // ranks of the node (processes x per_process)
   std::size_t processes = 0;      // processes of the node
   std::size_t per_process = 1;    // ranks per process
-  std::size_t slot_bytes = 0;     // message capacity of one slot
+  std::size_t slot_bytes = 0;     // message capacity of one full-lane slot
+  std::size_t lean_bytes = 0;     // ... of one lean-lane slot
   std::size_t first = 0;          // global rank of the node's rank 0 (errors name global ranks)
   std::size_t first_process = 0;  // world process index of the node's process 0
 };
 
 // Bytes of the segment for `shape`: a 256-byte control block, 64 bytes per
-// process, 512 per rank's notice, and 2 lanes x 2 parities x (64 + slot_bytes
-// rounded up to 64) per rank.
+// process, 512 per rank's notice, and per rank 2 parities x (64 + slot_bytes
+// rounded up to 64) on the full lane and 2 x (64 + lean_bytes, rounded) on
+// the lean one.
 std::size_t segment_bytes(const MailboxShape& shape);
 
 class Mailbox {
@@ -80,9 +82,10 @@ class Mailbox {
 
   const MailboxShape& shape() const { return shape_; }
   void close_segment_fd() { segment_.close_fd(); }
-  // The slot of node rank `rank` for collective `seq` on `lane`: slot_bytes to write.
+  // The slot of node rank `rank` for collective `seq` on `lane`: the lane's
+  // capacity (slot_bytes, lean_bytes) to write.
   std::span<std::byte> slot(std::size_t rank, std::uint64_t seq, Lane lane) const;
-  // Publishes `bytes` (<= slot_bytes) written into slot(rank, seq, lane).
+  // Publishes `bytes` (<= the lane's capacity) written into slot(rank, seq, lane).
   void publish(std::size_t rank, std::uint64_t seq, std::size_t bytes, Lane lane);
   // The message node rank `rank` published for `seq`, in place (valid until
   // this rank publishes seq + 1): on the full lane; waiting on the lean lane,

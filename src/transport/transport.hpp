@@ -70,7 +70,7 @@ struct SendOp {
   std::size_t bytes = 0;
   std::uint64_t tag = 0;
   std::uint64_t seq = 0;
-  std::optional<std::uint64_t> checksum;
+  std::optional<std::uint64_t> checksum = std::nullopt;
 };
 
 // One message in: exactly `bytes` from `peer` under `tag`. A message of another

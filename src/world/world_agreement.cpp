@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "core/catch_to_status.hpp"
 #include "collectives/execution.hpp"  // with_rows
+#include "core/catch_to_status.hpp"
 #include "core/engine.hpp"
 #include "core/log.hpp"
 #include "device/host/host_kernels.hpp"
@@ -111,10 +111,12 @@ std::optional<LeanPlan> lean_fits(const std::vector<LeanHeader>& heads,
   const std::uint64_t dims = field(h, 16, 0xff);
   if (dims > kLeanDims || field(h, 0, 0xff) > static_cast<std::uint64_t>(DataType::kBytes))
     return std::nullopt;
-  LeanPlan plan{kind, static_cast<DataType>(field(h, 0, 0xff)),
-                static_cast<ReduceOp>(field(h, 8, 0xff)), h[1],
-                kind == CollectiveKind::kBroadcast ? lead : h[3], Shape(h.begin() + 4,
-                                                                       h.begin() + 4 + dims)};
+  LeanPlan plan{kind,
+                static_cast<DataType>(field(h, 0, 0xff)),
+                static_cast<ReduceOp>(field(h, 8, 0xff)),
+                h[1],
+                kind == CollectiveKind::kBroadcast ? lead : h[3],
+                Shape(h.begin() + 4, h.begin() + 4 + dims)};
   // Every input is where its header says (bytes of the count).
   const std::size_t bytes = plan.count * dtype_size(plan.dtype);
   for (std::size_t r = 0; r < world; ++r) {
@@ -148,9 +150,7 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
   if (total == 0) return out;
   auto* d = static_cast<std::byte*>(dst);
   switch (plan.kind) {
-    case CollectiveKind::kBroadcast:
-      std::memcpy(d, inputs[plan.root], n * es);
-      break;
+    case CollectiveKind::kBroadcast: std::memcpy(d, inputs[plan.root], n * es); break;
     case CollectiveKind::kAllGather:
       for (std::size_t r = 0; r < world; ++r) std::memcpy(d + r * n * es, inputs[r], n * es);
       break;
@@ -323,7 +323,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   // agreement in the same collective (nullopt), as every rank does: each sees
   // the same slots. No engine, rendezvous or UCX.
   std::size_t lean_capacity() const override {
-    return node_agreement() && faulty_.empty() ? mailbox_->shape().slot_bytes - kLeanHeader : 0;
+    return node_agreement() && faulty_.empty() ? mailbox_->shape().lean_bytes - kLeanHeader : 0;
   }
   std::optional<Result<core::RankOutcome>> lean(std::size_t local, std::uint64_t seq,
                                                 const core::Request& req,
@@ -338,7 +338,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     const std::size_t base = box.shape().first;
     const std::size_t me = first_ + local;
     const std::size_t bytes = req.has_input ? geometry.count * dtype_size(req.dtype) : 0;
-    if (kLeanHeader + bytes > box.shape().slot_bytes) return std::nullopt;
+    if (kLeanHeader + bytes > box.shape().lean_bytes) return std::nullopt;
     const LeanHeader head = lean_header(req, geometry, view);
     const std::span<std::byte> slot = box.slot(me - base, seq, node::Lane::kLean);
     std::memcpy(slot.data(), head.data(), kLeanHeader);

@@ -62,6 +62,10 @@ constexpr auto kGrace = std::chrono::milliseconds(2000);
 // What a node mailbox slot holds beside a fingerprint record: a small
 // collective's input (the same for every process: slots are one size).
 constexpr std::size_t kNodeFusedBytes = 8192;
+// What a lean-lane slot holds: a 64-byte fingerprint and a small collective's
+// input, up to this much (the selection table's node_mailbox rows stop there).
+constexpr std::size_t kNodeLeanHeader = 64;
+constexpr std::size_t kNodeLeanBytes = std::size_t{64} << 10;
 
 void put_u64(std::vector<std::byte>& out, std::uint64_t v) {
   const auto* p = reinterpret_cast<const std::byte*>(&v);
@@ -385,6 +389,7 @@ class Creation {
     shape.per_process = per_process_;
     shape.ranks = shape.processes * per_process_;
     shape.slot_bytes = world::wire_words(world_) * sizeof(std::uint64_t) + kNodeFusedBytes;
+    shape.lean_bytes = kNodeLeanHeader + kNodeLeanBytes;
     shape.first = node_first * per_process_;
     shape.first_process = node_first;
     const node::Tag tag = segment_tag(token_, node_first);

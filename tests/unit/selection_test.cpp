@@ -99,15 +99,24 @@ Topology node(std::size_t processes, std::size_t local, bool host = true) {
   return t;
 }
 
+// The lean lane's capacity as the world offers it (the slot holds 64 KiB).
+constexpr std::size_t kLean = kNodeMailboxBytes;
+CallShape lean_call(std::size_t bytes, std::size_t budget = Config::kDefaultMaxChunkBytes) {
+  return CallShape{CollectiveKind::kAllReduce, bytes, budget, kLean, true, true};
+}
+
 TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   const Config c;
-  const std::size_t limit = Config::kDefaultOneShotBytes;
   for (std::size_t local : {1u, 2u}) {
     EXPECT_EQ(pick(c, lean_offer(8), node(2, local)), Algorithm::kNodeMailbox);
     EXPECT_EQ(pick(c, lean_offer(0), node(2, local)), Algorithm::kNodeMailbox);
-    EXPECT_EQ(pick(c, lean_offer(limit), node(3, local)), Algorithm::kNodeMailbox);
-    EXPECT_NE(pick(c, lean_offer(limit + 1), node(3, local)), Algorithm::kNodeMailbox);
   }
+  // Up to 64 KiB, and all inputs together within 256 KiB.
+  EXPECT_EQ(pick(c, lean_call(kLean), node(2, 1)), Algorithm::kNodeMailbox);
+  EXPECT_EQ(pick(c, lean_call(kLean), node(2, 2)), Algorithm::kNodeMailbox);
+  EXPECT_NE(pick(c, lean_call(kLean + 1), node(2, 1)), Algorithm::kNodeMailbox);
+  EXPECT_EQ(pick(c, lean_call(32 << 10), node(8, 1)), Algorithm::kNodeMailbox);
+  EXPECT_NE(pick(c, lean_call((32 << 10) + 1), node(8, 1)), Algorithm::kNodeMailbox);
   // Not without the node's mailboxes, not after the offer (the agreement's
   // own choice), not for device buffers, not for other collectives, not
   // beyond the slot or the budget, not under the flat-ring strategy.
@@ -117,8 +126,8 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   // Broadcast, reduce and all-gather too (a broadcast's receiver holds only
   // the sender's input); not reduce-scatter or all-to-all-v.
   CallShape other = lean_offer(8);
-  for (CollectiveKind kind : {CollectiveKind::kBroadcast, CollectiveKind::kReduce,
-                              CollectiveKind::kAllGather}) {
+  for (CollectiveKind kind :
+       {CollectiveKind::kBroadcast, CollectiveKind::kReduce, CollectiveKind::kAllGather}) {
     other.kind = kind;
     EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
   }
@@ -131,9 +140,9 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   EXPECT_EQ(pick(c, bcast, node(4, 1)), Algorithm::kNodeMailbox);
   bcast.budget = 63;
   EXPECT_NE(pick(c, bcast, node(4, 1)), Algorithm::kNodeMailbox);
-  const Config big = Config().with_one_shot_bytes(SIZE_MAX);
-  EXPECT_EQ(pick(big, lean_offer(kFused), node(2, 1)), Algorithm::kNodeMailbox);
-  EXPECT_NE(pick(big, lean_offer(kFused + 1), node(2, 1)), Algorithm::kNodeMailbox);
+  // Not beyond what the slot holds (fused_capacity).
+  EXPECT_EQ(pick(c, lean_offer(kFused), node(2, 1)), Algorithm::kNodeMailbox);
+  EXPECT_NE(pick(c, lean_offer(kFused + 1), node(2, 1)), Algorithm::kNodeMailbox);
   EXPECT_EQ(pick(c, lean_offer(64, 64 * 3), node(4, 1)), Algorithm::kNodeMailbox);
   EXPECT_NE(pick(c, lean_offer(64, 64 * 3 - 1), node(4, 1)), Algorithm::kNodeMailbox);
   const Config flat = Config().with_global_strategy(GlobalStrategy::kFlatRing);
