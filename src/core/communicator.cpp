@@ -48,7 +48,9 @@ struct Communicator::Impl {
   Result<core::RankOutcome> call_body(Seat& seat, std::size_t rank, core::Request& req,
                                       const CallOptions& options);
   // The protocol of one call, in order (call_body):
-  void check_and_prepare(Call& c);
+  // check_and_prepare: the local check, then the device's prepare.
+  void check(Call& c);
+  void prepare(Call& c);
   // The lean path (Algorithm::kNodeMailbox) when the table picks it: the
   // outcome, or nullopt to go on with agree (also when the ranks fell back).
   std::optional<Result<core::RankOutcome>> try_lean(Call& c);
@@ -249,13 +251,16 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
   // (Caught here, not only in call(): the Seat ends the call's flight entry
   // through c.watch, which must still be alive.)
   try {
-    check_and_prepare(c);
+    // check_and_prepare, with the lean path between its halves: a small
+    // collective on one node needs no prepared device state.
+    check(c);
     if (auto lean = try_lean(c)) {
       seat.depart();
       record(c, *lean);
       seat.watched(nullptr);
       return std::move(*lean);
     }
+    prepare(c);
     agree(c, seat);
     Result<core::RankOutcome> outcome = execute(c);
     // A rank that failed to arrive never joined the generation: nothing to depart.
@@ -275,13 +280,17 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
 // failure here is not returned yet: it travels to the agreement so every rank
 // gets it. (An exception here is this rank's local failure, agreed on like
 // the others.)
-void Communicator::Impl::check_and_prepare(Call& c) {
+void Communicator::Impl::check(Call& c) {
   c.geometry = core::catch_to_status(ErrorCode::kInternal, "the local check", [&] {
     if (c.faults.oom_at("check")) throw std::bad_alloc();  // fault injection
     return core::check_local(c.req, c.rank, world, devices[c.local]);
   });
   c.bytes = c.geometry.is_ok() ? c.geometry.value().count * dtype_size(c.req.dtype) : 0;
   c.watch.begun(c.req, c.bytes);
+  if (c.faults.stall) stall(*c.faults.stall, c.rank, c.seq);
+}
+
+void Communicator::Impl::prepare(Call& c) {
   DeviceAdapter* device = adapter.get();
   if (c.faults.adapter) device = &c.faulty.emplace(*adapter, *c.faults.adapter);
   c.device = &c.guarded.emplace(*device);
@@ -292,7 +301,6 @@ void Communicator::Impl::check_and_prepare(Call& c) {
     if (prepared.is_ok()) c.state = std::move(prepared.value());
     else c.geometry = prepared.status();
   }
-  if (c.faults.stall) stall(*c.faults.stall, c.rank, c.seq);
 }
 
 std::optional<Result<core::RankOutcome>> Communicator::Impl::try_lean(Call& c) {

@@ -20,6 +20,7 @@
 #include "core/log.hpp"
 #include "device/host/host_kernels.hpp"
 #include "ring/schedule.hpp"
+#include "ring/transfer.hpp"
 #include "transport/transport_run.hpp"
 #include "world/delivered_run.hpp"
 #include "world/faulty_transport.hpp"
@@ -47,7 +48,8 @@ using LeanHeader = std::array<std::uint64_t, kLeanHeader / 8>;
 
 bool lean_kind(CollectiveKind kind) {
   return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduce ||
-         kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather;
+         kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather ||
+         kind == CollectiveKind::kReduceScatter;
 }
 
 LeanHeader lean_header(const core::Request& req, const core::Geometry& g, const TensorView* view) {
@@ -137,15 +139,22 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
   const bool gather = plan.kind == CollectiveKind::kAllGather;
   const bool gets = plan.kind != CollectiveKind::kReduce || me == plan.root;
   if (!gets) return out;  // a reduce's other ranks get nothing
-  const std::size_t total = gather ? n * world : n;
+  // A reduce-scatter's rank gets its balanced shard of rows of the reduction.
+  const core::Geometry g = core::geometry_of(plan.kind, plan.shape, n);
+  const Range shard = plan.kind == CollectiveKind::kReduceScatter
+                          ? ring::balanced_range(g.rows, world, me, g.unit)
+                          : Range{0, n};
+  const std::size_t total = gather ? n * world : shard.count;
   void* dst = req.out ? req.out->data : nullptr;
   if (!req.out) {
     auto mem = adapter.allocate(device, total * es);
     RUCCL_TRY(mem);
     dst = mem.value().get();
-    const std::size_t rows = plan.shape.empty() ? 1 : plan.shape[0];
-    out.tensor.emplace(std::move(mem).value(), plan.dtype,
-                       gather ? core::with_rows(plan.shape, rows * world) : plan.shape, device);
+    Shape shape = plan.shape;
+    if (gather) shape = core::with_rows(plan.shape, g.rows * world);
+    if (plan.kind == CollectiveKind::kReduceScatter)
+      shape = core::with_rows(plan.shape, ring::balanced_range(g.rows, world, me).count);
+    out.tensor.emplace(std::move(mem).value(), plan.dtype, std::move(shape), device);
   }
   if (total == 0) return out;
   auto* d = static_cast<std::byte*>(dst);
@@ -154,13 +163,15 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
     case CollectiveKind::kAllGather:
       for (std::size_t r = 0; r < world; ++r) std::memcpy(d + r * n * es, inputs[r], n * es);
       break;
-    default:
+    default: {
       // In rank order, from rank 0's input: the same bits on every rank. (An
       // in-place caller's buffer is its input: its copy is in its slot.)
-      std::memcpy(d, inputs[0], n * es);
+      const std::size_t at = shard.offset * es, count = shard.count;
+      std::memcpy(d, inputs[0] + at, count * es);
       for (std::size_t r = 1; r < world; ++r)
-        RUCCL_TRY(host::reduce(plan.dtype, plan.op, d, d, inputs[r], n));
-      if (plan.op == ReduceOp::kMean) RUCCL_TRY(host::divide(plan.dtype, d, n, world));
+        RUCCL_TRY(host::reduce(plan.dtype, plan.op, d, d, inputs[r] + at, count));
+      if (plan.op == ReduceOp::kMean) RUCCL_TRY(host::divide(plan.dtype, d, count, world));
+    }
   }
   return out;
 }
