@@ -5,6 +5,10 @@
 #   1. np2-shm      mpirun -np 2 (shared memory), 1 device per process, all_reduce
 #                   8 B .. 64 MiB, ruccl with the peers MPI and Gloo in the same
 #                   launch (interleaved per iteration, same buffers).
+#   1b. np2-<coll>  the same for broadcast, reduce, all_gather, reduce_scatter and
+#                   all_to_all_v, with MPI as the peer (8 B .. RUCCL_BENCH_COLLS_MAX).
+#   1c. np4-shm     mpirun -np 4 --oversubscribe (4 processes on this machine's
+#                   cores), all_reduce with MPI, 8 B .. RUCCL_BENCH_NP4_MAX.
 #   2. inproc-2/4   the in-process host all_reduce, 2 and 4 threads, with --model
 #                   (the ring's memory traffic at this run's memcpy speed).
 #   3. netns        2 simulated hosts (network namespaces, UCX over TCP):
@@ -21,7 +25,9 @@
 #   RUCCL_BENCH_NETNS_ITERS / _WARMUP        the same for the netns runs (10 / 2)
 #   RUCCL_BENCH_MAX     largest size of np2-shm and inproc (default 64M)
 #   RUCCL_BENCH_NETNS_MAX  largest size of the netns runs (default 16M)
-#   RUCCL_BENCH_SKIP    space-separated parts to skip: np2 inproc netns
+#   RUCCL_BENCH_COLLS_MAX  largest size of the np2-<coll> runs (default 16M)
+#   RUCCL_BENCH_NP4_MAX    largest size of np4-shm (default 16M)
+#   RUCCL_BENCH_SKIP    space-separated parts to skip: np2 colls np4 inproc netns
 #   RUCCL_PERF_GLOO_POLL_MAX  Gloo's busy-polled pairs up to this many bytes (default
 #                       1 MiB; 0 = Gloo's default loop-thread pairs everywhere;
 #                       see bench/README.md)
@@ -80,6 +86,24 @@ if [[ $skip != *" np2 "* ]]; then
     -b 8 -e "$max" -f 2 "${common[@]}" \
     --label np2-shm --json "$out/np2-shm.json" --csv "$out/np2-shm.csv"
   jsons+=("$out/np2-shm.json")
+fi
+
+if [[ $skip != *" colls "* ]]; then
+  p=$(peers mpi)
+  for coll in broadcast reduce all_gather reduce_scatter all_to_all_v; do
+    run "np2-$coll" "$mpirun" --oversubscribe --allow-run-as-root --timeout 300 -np 2 \
+      "$perf" --world --devices-per-process 1 ${p:+--peers "$p"} --coll "$coll" \
+      -b 8 -e "${RUCCL_BENCH_COLLS_MAX:-16M}" -f 8 "${common[@]}" \
+      --label "np2-$coll" --json "$out/np2-$coll.json" --csv "$out/np2-$coll.csv"
+  done
+fi
+
+if [[ $skip != *" np4 "* ]]; then
+  p=$(peers mpi)
+  run np4-shm "$mpirun" --oversubscribe --allow-run-as-root --timeout 300 -np 4 \
+    "$perf" --world --devices-per-process 1 ${p:+--peers "$p"} --coll all_reduce \
+    -b 8 -e "${RUCCL_BENCH_NP4_MAX:-16M}" -f 8 "${common[@]}" \
+    --label np4-shm --json "$out/np4-shm.json" --csv "$out/np4-shm.csv"
 fi
 
 if [[ $skip != *" inproc "* ]]; then
