@@ -183,7 +183,8 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
       // the sender's): within the budget.
       const bool kind =
           call.kind == CollectiveKind::kAllReduce || call.kind == CollectiveKind::kReduce ||
-          call.kind == CollectiveKind::kBroadcast || call.kind == CollectiveKind::kAllGather;
+          call.kind == CollectiveKind::kBroadcast || call.kind == CollectiveKind::kAllGather ||
+          call.kind == CollectiveKind::kReduceScatter;
       const std::size_t held = call.kind == CollectiveKind::kBroadcast ? 1 : topo.world - 1;
       return topo.node_mailbox && call.lean_offer && kind && topo.host_buffers && topo.world >= 2 &&
              call.bytes <= call.fused_capacity && call.bytes <= call.budget / held &&

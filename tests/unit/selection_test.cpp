@@ -123,18 +123,16 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   EXPECT_EQ(pick(c, lean_offer(8), world(2, 1)), Algorithm::kOneShot);
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), node(2, 1)), Algorithm::kOneShot);
   EXPECT_NE(pick(c, lean_offer(8), node(2, 1, false)), Algorithm::kNodeMailbox);
-  // Broadcast, reduce and all-gather too (a broadcast's receiver holds only
-  // the sender's input); not reduce-scatter or all-to-all-v.
+  // Broadcast, reduce, all-gather and reduce-scatter too (a broadcast's
+  // receiver holds only the sender's input); not all-to-all-v.
   CallShape other = lean_offer(8);
-  for (CollectiveKind kind :
-       {CollectiveKind::kBroadcast, CollectiveKind::kReduce, CollectiveKind::kAllGather}) {
+  for (CollectiveKind kind : {CollectiveKind::kBroadcast, CollectiveKind::kReduce,
+                              CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
     other.kind = kind;
     EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
   }
-  for (CollectiveKind kind : {CollectiveKind::kReduceScatter, CollectiveKind::kAllToAllV}) {
-    other.kind = kind;
-    EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
-  }
+  other.kind = CollectiveKind::kAllToAllV;
+  EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
   CallShape bcast = lean_offer(64, 64);
   bcast.kind = CollectiveKind::kBroadcast;
   EXPECT_EQ(pick(c, bcast, node(4, 1)), Algorithm::kNodeMailbox);
