@@ -21,7 +21,9 @@ constexpr std::uint64_t kVersion = 1;
 constexpr std::size_t kControlBytes = 256;
 constexpr std::size_t kProcessBytes = 64;
 constexpr std::size_t kNoticeBytes = 512;
-constexpr std::size_t kSlotHeader = 64;
+// A slot: its flag (seq + 1) and length, then the message in the same cache
+// line (a small message travels in one or two lines with its flag).
+constexpr std::size_t kSlotHeader = 16;
 constexpr std::size_t kNoticeText = kNoticeBytes - 32;
 
 std::size_t round_up(std::size_t n) { return (n + 63) / 64 * 64; }
@@ -60,8 +62,8 @@ Layout layout_of(const MailboxShape& s) {
   l.processes_at = kControlBytes;
   l.notices_at = l.processes_at + s.processes * kProcessBytes;
   l.slots_at = l.notices_at + s.ranks * kNoticeBytes;
-  l.full_stride = kSlotHeader + round_up(s.slot_bytes);
-  l.lean_stride = kSlotHeader + round_up(s.lean_bytes);
+  l.full_stride = round_up(kSlotHeader + s.slot_bytes);
+  l.lean_stride = round_up(kSlotHeader + s.lean_bytes);
   l.rank_stride = 2 * (l.full_stride + l.lean_stride);
   l.total = l.slots_at + s.ranks * l.rank_stride;
   return l;
@@ -147,14 +149,19 @@ std::span<std::byte> Mailbox::slot(std::size_t rank, std::uint64_t seq, Lane lan
 void Mailbox::publish(std::size_t rank, std::uint64_t seq, std::size_t bytes, Lane lane) {
   std::byte* s = slot_at(rank, seq, lane);
   std::memcpy(s + 8, &bytes, sizeof bytes);
-  atomic_at<std::uint64_t>(s).store(seq + 1, std::memory_order_release);
+  atomic_at<std::uint64_t>(s).store(seq + 1, std::memory_order_seq_cst);
   ring();
 }
 
+// After a seq_cst store of what waiters wait for (a flag, the notices
+// count): the bell and the wake only when someone sleeps. A waiter counts
+// itself among the sleepers, then checks, then sleeps while the bell is what
+// it read before counting itself: either it sees the store, or this sees it
+// and rings (no lost wake-up; the common case costs one load).
 void Mailbox::ring() {
+  if (atomic_at<std::uint32_t>(at(kSleepersAt)).load(std::memory_order_seq_cst) == 0) return;
   atomic_at<std::uint32_t>(at(kBellAt)).fetch_add(1, std::memory_order_seq_cst);
-  if (atomic_at<std::uint32_t>(at(kSleepersAt)).load(std::memory_order_seq_cst) != 0)
-    futex_wake_all(reinterpret_cast<std::uint32_t*>(at(kBellAt)));
+  futex_wake_all(reinterpret_cast<std::uint32_t*>(at(kBellAt)));
 }
 
 std::string Mailbox::name(std::size_t rank) const {
@@ -198,7 +205,7 @@ void Mailbox::notify(std::size_t rank, std::uint64_t seq, const Status& error) {
   std::memcpy(n + 16, &len, sizeof len);
   std::memcpy(n + 32, text.data(), len);
   atomic_at<std::uint32_t>(n).store(2, std::memory_order_release);
-  atomic_at<std::uint32_t>(at(kNoticesAt)).fetch_add(1, std::memory_order_release);
+  atomic_at<std::uint32_t>(at(kNoticesAt)).fetch_add(1, std::memory_order_seq_cst);
   ring();
 }
 
@@ -225,8 +232,8 @@ Result<Mailbox::Message> Mailbox::wait(std::size_t rank, std::uint64_t seq,
   auto sleepers = atomic_at<std::uint32_t>(at(kSleepersAt));
   // The slot holding `seq`, if any (the full lane first).
   const auto ready = [&]() -> std::byte* {
-    if (atomic_at<std::uint64_t>(full).load(std::memory_order_acquire) == seq + 1) return full;
-    if (lean && atomic_at<std::uint64_t>(lean).load(std::memory_order_acquire) == seq + 1)
+    if (atomic_at<std::uint64_t>(full).load(std::memory_order_seq_cst) == seq + 1) return full;
+    if (lean && atomic_at<std::uint64_t>(lean).load(std::memory_order_seq_cst) == seq + 1)
       return lean;
     return nullptr;
   };
