@@ -110,7 +110,7 @@ std::vector<CollectiveRow> collective_rows() {
       {"unknown dtype", kGoodAllReduce, all_reduce(Buf::kIn, Buf::kOut, 8, static_cast<ruccl_dtype_t>(42)),
        RUCCL_ERROR_INVALID_ARGUMENT, "unknown dtype"},
       {"unknown op", kGoodAllReduce,
-       all_reduce(Buf::kIn, Buf::kOut, 8, RUCCL_F32, static_cast<ruccl_op_t>(9)),
+       all_reduce(Buf::kIn, Buf::kOut, 8, RUCCL_F32, static_cast<ruccl_op_t>(42)),
        RUCCL_ERROR_INVALID_ARGUMENT, "unknown reduction op"},
       {"bytes cannot be reduced", all_reduce(Buf::kIn, Buf::kOut, 8, RUCCL_BYTES),
        all_reduce(Buf::kIn, Buf::kOut, 8, RUCCL_BYTES), RUCCL_ERROR_INVALID_ARGUMENT, "cannot be reduced"},
