@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One mpi-layer test: runs an unmodified MPI program under mpirun with
+# LD_PRELOAD of libruccl_mpi.so and checks its output.
+#   run_layer.sh <mode> <np> <layer.so> <program> [mpiexec]
+# modes:
+#   routed    RUCCL_DEBUG=INFO: the program says OK and, on every rank, every
+#             collective it calls was routed at least once
+#   off       RUCCL_MPI=0: the program says OK and nothing was routed
+#   chosen    RUCCL_MPI_COLLS=allreduce,barrier: only those are routed
+#   mismatch  ranks pass different counts: every rank gets ruccl's error
+#   fatal     the same under MPI_ERRORS_ARE_FATAL: the job aborts, ruccl's
+#             message printed
+#   plain     no preload (the reference: the program is right under MPI)
+set -u
+mode=$1 np=$2 layer=$3 program=$4 mpiexec=${5:-mpirun}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+run() {
+  timeout 100 "$mpiexec" --allow-run-as-root --oversubscribe -np "$np" --timeout 90 "$@" \
+    >"$out" 2>&1
+}
+fail() { echo "FAILED ($mode, np=$np): $*"; cat "$out"; exit 1; }
+pre=(-x LD_PRELOAD="$layer")
+colls="MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Allgather MPI_Reduce_scatter_block MPI_Alltoall MPI_Barrier"
+case $mode in
+  plain)
+    run "$program" || fail "exit code $?"
+    grep -q ": OK" "$out" || fail "no OK line" ;;
+  routed)
+    run "${pre[@]}" -x RUCCL_DEBUG=INFO "$program" || fail "exit code $?"
+    grep -q ": OK" "$out" || fail "no OK line"
+    for c in $colls; do
+      n=$(grep -cE "MPI rank [0-9]+: $c routed [1-9][0-9]*," "$out")
+      [ "$n" -eq "$np" ] || fail "$c routed on $n of $np ranks"
+    done ;;
+  off)
+    run "${pre[@]}" -x RUCCL_DEBUG=INFO -x RUCCL_MPI=0 "$program" || fail "exit code $?"
+    grep -q ": OK" "$out" || fail "no OK line"
+    grep -qE "routed [1-9]" "$out" && fail "RUCCL_MPI=0 routed calls"
+    n=$(grep -c "MPI_Allreduce routed 0, fell back [1-9][0-9]* (RUCCL_MPI=0" "$out")
+    [ "$n" -eq "$np" ] || fail "no RUCCL_MPI=0 fallback counts" ;;
+  chosen)
+    run "${pre[@]}" -x RUCCL_DEBUG=INFO -x RUCCL_MPI_COLLS=allreduce,barrier "$program" ||
+      fail "exit code $?"
+    grep -q ": OK" "$out" || fail "no OK line"
+    [ "$(grep -cE 'MPI_Allreduce routed [1-9]' "$out")" -eq "$np" ] || fail "allreduce not routed"
+    [ "$(grep -cE 'MPI_Barrier routed [1-9]' "$out")" -eq "$np" ] || fail "barrier not routed"
+    [ "$(grep -c 'MPI_Bcast routed 0, fell back [1-9][0-9]* (not in RUCCL_MPI_COLLS' "$out")" \
+      -eq "$np" ] || fail "bcast routed although not chosen" ;;
+  mismatch)
+    run "${pre[@]}" "$program" || fail "exit code $?"
+    grep -q "mismatch: OK" "$out" || fail "no OK line" ;;
+  fatal)
+    run "${pre[@]}" "$program" fatal && fail "the job did not abort"
+    grep -q "ShapeMismatch" "$out" || fail "ruccl's message was not printed"
+    grep -q "rank 0 passed" "$out" || fail "the message does not name rank 0" ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
+echo "ok ($mode, np=$np)"
