@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One mpi-layer test: runs an unmodified MPI program under mpirun with
 # LD_PRELOAD of libruccl_mpi.so and checks its output.
-#   run_layer.sh <mode> <np> <layer.so> <program> [mpiexec]
+#   run_layer.sh <mode> <np> <layer.so> <program | script.py> [mpiexec]
 # modes:
 #   routed    RUCCL_DEBUG=INFO: the program says OK and, on every rank, every
 #             collective it calls was routed at least once
@@ -21,13 +21,15 @@ run() {
 }
 fail() { echo "FAILED ($mode, np=$np): $*"; cat "$out"; exit 1; }
 pre=(-x LD_PRELOAD="$layer")
+# A Python script runs under $RUCCL_PYTHON (one that imports mpi4py), else python3.
+case $program in *.py) program_cmd=("${RUCCL_PYTHON:-python3}" "$program") ;; *) program_cmd=("$program") ;; esac
 colls="MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Allgather MPI_Reduce_scatter_block MPI_Alltoall MPI_Barrier"
 case $mode in
   plain)
-    run "$program" || fail "exit code $?"
+    run "${program_cmd[@]}" || fail "exit code $?"
     grep -q ": OK" "$out" || fail "no OK line" ;;
   routed)
-    run "${pre[@]}" -x RUCCL_DEBUG=INFO "$program" || fail "exit code $?"
+    run "${pre[@]}" -x RUCCL_DEBUG=INFO "${program_cmd[@]}" || fail "exit code $?"
     grep -q ": OK" "$out" || fail "no OK line"
     for c in $colls; do
       n=$(grep -cE "MPI rank [0-9]+: $c routed [1-9][0-9]*," "$out")
