@@ -31,7 +31,17 @@ inline constexpr DataType kAllDataTypes[] = {DataType::kF16, DataType::kBF16, Da
 // The six bitwise and logical ops take integer dtypes only (i8 u8 i32 i64 u64);
 // a floating dtype with one of them is kInvalidArgument in the local check.
 enum class ReduceOp : std::uint8_t {
-  kSum, kMean, kMin, kMax, kProd, kBand, kBor, kBxor, kLand, kLor, kLxor
+  kSum,
+  kMean,
+  kMin,
+  kMax,
+  kProd,
+  kBand,
+  kBor,
+  kBxor,
+  kLand,
+  kLor,
+  kLxor
 };
 // The ops every reducible dtype takes.
 inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin,
@@ -61,7 +71,7 @@ std::string device_name(DeviceId device);              // "host:3", "cuda:0"
 bool is_valid(DataType dtype) noexcept;                // guards values cast from integers
 bool is_valid(ReduceOp op) noexcept;
 bool is_floating(DataType dtype) noexcept;
-bool is_integer_only(ReduceOp op) noexcept;  // Band .. Lxor
+bool is_integer_only(ReduceOp op) noexcept;                  // Band .. Lxor
 std::optional<DataType> parse_dtype(std::string_view name);  // inverse of dtype_name
 std::optional<ReduceOp> parse_op(std::string_view name);
 

@@ -92,8 +92,8 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
   std::optional<Reduction> red;
   int size = 0;
   if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
-  Why local = count < 0 || root < 0 || root >= size ? Why::kArgument
-                                                     : reduction_check(type, op, red);
+  Why local =
+      count < 0 || root < 0 || root >= size ? Why::kArgument : reduction_check(type, op, red);
   Route* r = routed(Coll::kReduce, comm, local);
   if (r == nullptr) return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
   return run(Coll::kReduce, comm, [&]() -> Status {
@@ -123,8 +123,9 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   std::size_t ses = 0, res = 0;
-  Why local = recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0) ? Why::kArgument
-                                                                          : move_check(recvtype, res);
+  Why local = recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0)
+                  ? Why::kArgument
+                  : move_check(recvtype, res);
   if (local == Why::kRouted && sendbuf != MPI_IN_PLACE) local = move_check(sendtype, ses);
   Route* r = routed(Coll::kAllgather, comm, local, true);
   if (r == nullptr)
@@ -141,8 +142,8 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
   });
 }
 
-int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
-                             MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
+                             MPI_Op op, MPI_Comm comm) {
   std::optional<Reduction> red;
   Why local = recvcount < 0 ? Why::kArgument : reduction_check(type, op, red);
   Route* r = routed(Coll::kReduceScatterBlock, comm, local, true);
@@ -166,15 +167,17 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
 int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   std::size_t ses = 0, res = 0;
-  Why local = recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0) ? Why::kArgument
-                                                                          : move_check(recvtype, res);
+  Why local = recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0)
+                  ? Why::kArgument
+                  : move_check(recvtype, res);
   if (local == Why::kRouted && sendbuf != MPI_IN_PLACE) local = move_check(sendtype, ses);
   Route* r = routed(Coll::kAlltoall, comm, local, true);
   if (r == nullptr)
     return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   return run(Coll::kAlltoall, comm, [&]() -> Status {
     const std::size_t block = static_cast<std::size_t>(recvcount) * res;
-    const std::size_t sent = sendbuf == MPI_IN_PLACE ? block : static_cast<std::size_t>(sendcount) * ses;
+    const std::size_t sent =
+        sendbuf == MPI_IN_PLACE ? block : static_cast<std::size_t>(sendcount) * ses;
     std::vector<std::byte> copy;  // in place: the input must not be the output
     const void* in = sendbuf;
     if (sendbuf == MPI_IN_PLACE) {

@@ -3,8 +3,8 @@
 // use). The class's string is "ruccl <ErrorCode name>"; the code's becomes
 // ruccl's message each time (MPI_Add_error_string replaces it), so that under
 // MPI_ERRORS_RETURN the caller gets the code back, MPI_Error_class gives
-// ruccl's class and MPI_Error_string gives ruccl's text, and under MPI_ERRORS_ARE_FATAL the job aborts after the
-// message is printed.
+// ruccl's class and MPI_Error_string gives ruccl's text, and under MPI_ERRORS_ARE_FATAL the job
+// aborts after the message is printed.
 #include <cstdio>
 #include <string>
 

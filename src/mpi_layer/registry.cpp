@@ -92,8 +92,7 @@ Registry::Registry() {
     config_ = std::move(config).value();
   } else {
     if (mpi_rank_ == 0)
-      std::fprintf(stderr, "[ruccl mpi layer] disabled: %s\n",
-                   config.status().to_string().c_str());
+      std::fprintf(stderr, "[ruccl mpi layer] disabled: %s\n", config.status().to_string().c_str());
     blocked_ = Why::kDisabled;
   }
   int level = MPI_THREAD_SINGLE;
@@ -110,8 +109,8 @@ void Registry::finalize() {
         const std::uint64_t n = counts_[c][w].load(std::memory_order_relaxed);
         if (n == 0) continue;
         fell += n;
-        why += std::string(why.empty() ? " (" : ", ") +
-               std::string(why_name(static_cast<Why>(w))) + " " + std::to_string(n);
+        why += std::string(why.empty() ? " (" : ", ") + std::string(why_name(static_cast<Why>(w))) +
+               " " + std::to_string(n);
       }
       if (!why.empty()) why += ")";
       std::fprintf(stderr, "[ruccl mpi layer] MPI rank %d: %s routed %llu, fell back %llu%s\n",

@@ -36,7 +36,13 @@
 namespace ruccl::mpi_layer {
 
 enum class Coll : std::uint8_t {
-  kAllreduce, kReduce, kBcast, kAllgather, kReduceScatterBlock, kAlltoall, kBarrier
+  kAllreduce,
+  kReduce,
+  kBcast,
+  kAllgather,
+  kReduceScatterBlock,
+  kAlltoall,
+  kBarrier
 };
 inline constexpr std::size_t kColls = 7;
 std::string_view coll_name(Coll c) noexcept;  // "MPI_Allreduce", ...
@@ -59,12 +65,12 @@ std::string_view why_name(Why w) noexcept;
 
 // A ruccl communicator serving one MPI communicator (or the reason it cannot).
 struct Route {
-  MPI_Comm mpi = MPI_COMM_NULL;                 // the MPI communicator it serves
-  std::shared_ptr<Communicator> comm;           // null when `failed`
-  std::size_t rank = 0, size = 0;               // this process's ruccl rank; world size
-  std::vector<std::size_t> ruccl_of_mpi;        // ruccl rank of each MPI rank
-  bool identity = true;                         // ruccl_of_mpi[r] == r for every r
-  Why failed = Why::kRouted;                    // kRouted: usable
+  MPI_Comm mpi = MPI_COMM_NULL;           // the MPI communicator it serves
+  std::shared_ptr<Communicator> comm;     // null when `failed`
+  std::size_t rank = 0, size = 0;         // this process's ruccl rank; world size
+  std::vector<std::size_t> ruccl_of_mpi;  // ruccl rank of each MPI rank
+  bool identity = true;                   // ruccl_of_mpi[r] == r for every r
+  Why failed = Why::kRouted;              // kRouted: usable
 };
 
 class Registry {

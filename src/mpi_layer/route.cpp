@@ -85,7 +85,8 @@ Route* Registry::create(MPI_Comm comm) {
       r->failed = Why::kCreateFailed;
       r->comm.reset();
       if (config_.log_level() >= LogLevel::kWarn || mpi_rank_ == 0)
-        std::fprintf(stderr, "[ruccl mpi layer] MPI rank %d: falling back to MPI on a communicator: %s\n",
+        std::fprintf(stderr,
+                     "[ruccl mpi layer] MPI rank %d: falling back to MPI on a communicator: %s\n",
                      mpi_rank_, s.to_string().c_str());
     }
   }

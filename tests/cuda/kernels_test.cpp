@@ -122,7 +122,8 @@ TEST(CudaKernelsOnHost, ReduceMatchesTheHostAdapterBitForBit) {
   for (DataType dtype : kReducible) {
     const std::size_t es = dtype_size(dtype);
     std::vector<ReduceOp> ops(std::begin(kAllReduceOps), std::end(kAllReduceOps));
-    if (!is_floating(dtype)) ops.insert(ops.end(), std::begin(kIntegerOnlyOps), std::end(kIntegerOnlyOps));
+    if (!is_floating(dtype))
+      ops.insert(ops.end(), std::begin(kIntegerOnlyOps), std::end(kIntegerOnlyOps));
     for (ReduceOp op : ops) {
       for (std::size_t count : {0, 1, 3, 15, 16, 17, 40, 1025}) {
         for (std::size_t dst_off = 0; dst_off < 16; dst_off += es) {

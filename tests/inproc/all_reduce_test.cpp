@@ -117,7 +117,8 @@ TEST_P(AllReduce, EveryOpDtypeSizeAndForm) {
   std::uint64_t salt = 0;
   for (DataType dtype : kReducible) {
     std::vector<ReduceOp> ops(std::begin(kAllReduceOps), std::end(kAllReduceOps));
-    if (!is_floating(dtype)) ops.insert(ops.end(), std::begin(kIntegerOnlyOps), std::end(kIntegerOnlyOps));
+    if (!is_floating(dtype))
+      ops.insert(ops.end(), std::begin(kIntegerOnlyOps), std::end(kIntegerOnlyOps));
     for (ReduceOp op : ops) {
       for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3}, world - 1,
                                 world + 1, std::size_t{257}, std::size_t{4099}}) {

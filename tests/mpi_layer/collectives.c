@@ -14,15 +14,15 @@
 #define N 1000
 static int failures = 0;
 
-#define CHECK(cond, ...)                                             \
-  do {                                                               \
-    if (!(cond)) {                                                   \
-      if (failures++ < 10) {                                         \
-        fprintf(stderr, "rank %d (%s): ", world_rank, comm_name);    \
-        fprintf(stderr, __VA_ARGS__);                                \
-        fprintf(stderr, "\n");                                       \
-      }                                                              \
-    }                                                                \
+#define CHECK(cond, ...)                                          \
+  do {                                                            \
+    if (!(cond)) {                                                \
+      if (failures++ < 10) {                                      \
+        fprintf(stderr, "rank %d (%s): ", world_rank, comm_name); \
+        fprintf(stderr, __VA_ARGS__);                             \
+        fprintf(stderr, "\n");                                    \
+      }                                                           \
+    }                                                             \
   } while (0)
 
 static int world_rank;
@@ -81,7 +81,8 @@ static void test_comm(MPI_Comm comm, const char* name) {
   {
     MPI_Op ops[3] = {MPI_BAND, MPI_BOR, MPI_BXOR};
     for (int k = 0; k < 3; ++k) {
-      for (i = 0; i < N; ++i) u[i] = (uint64_t)(0x9E3779B97F4A7C15ull * (uint64_t)(rank * N + i + 1));
+      for (i = 0; i < N; ++i)
+        u[i] = (uint64_t)(0x9E3779B97F4A7C15ull * (uint64_t)(rank * N + i + 1));
       MPI_Allreduce(MPI_IN_PLACE, u, N, MPI_UINT64_T, ops[k], comm);
       for (i = 0; i < N; ++i) {
         uint64_t want = k == 0 ? ~0ull : 0;
@@ -181,7 +182,10 @@ static void test_comm(MPI_Comm comm, const char* name) {
 
   /* Left to MPI: MAXLOC, a derived datatype, a user op. */
   {
-    struct { double v; int i; } in = {(double)rank, rank}, out;
+    struct {
+      double v;
+      int i;
+    } in = {(double)rank, rank}, out;
     MPI_Allreduce(&in, &out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
     CHECK(out.i == size - 1, "maxloc");
     MPI_Datatype pair;

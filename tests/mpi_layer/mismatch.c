@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   if (argc < 2 || strcmp(argv[1], "fatal") != 0)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   double x[16] = {0}, y[16];
-  const int count = rank == 0 ? 8 : 9;  /* rank 0 passes 8, the others 9 */
+  const int count = rank == 0 ? 8 : 9; /* rank 0 passes 8, the others 9 */
   const int rc = MPI_Allreduce(x, y, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0, cls = -1;

@@ -233,7 +233,8 @@ std::uint64_t reduce_input(DataType dtype, ReduceOp op, std::size_t rank, std::s
     }
     return from_int(static_cast<std::int64_t>((rank * 7 + index * 3 + salt) % 11) - 5);
   }
-  const std::uint64_t bits = splitmix64((salt << 48) ^ (static_cast<std::uint64_t>(rank) << 36) ^ index);
+  const std::uint64_t bits =
+      splitmix64((salt << 48) ^ (static_cast<std::uint64_t>(rank) << 36) ^ index);
   // Logical ops: about one element in three is zero (false), so and/or/xor all vary.
   if (op == ReduceOp::kLand || op == ReduceOp::kLor || op == ReduceOp::kLxor)
     return bits % 3 == 0 ? 0 : bits;

@@ -28,7 +28,8 @@ void check_every_op(DataType dtype) {
   const std::vector<T> b{T(0x0A), T(0x03), T(0), T(0), T(0x11)};
   EXPECT_EQ(reduced(ReduceOp::kBand, dtype, a, b), (std::vector<T>{8, 0, 0, 0, 0x11}));
   EXPECT_EQ(reduced(ReduceOp::kBor, dtype, a, b), (std::vector<T>{0x0E, 3, 5, 0, T(-1)}));
-  EXPECT_EQ(reduced(ReduceOp::kBxor, dtype, a, b), (std::vector<T>{6, 3, 5, 0, T(T(-1) ^ T(0x11))}));
+  EXPECT_EQ(reduced(ReduceOp::kBxor, dtype, a, b),
+            (std::vector<T>{6, 3, 5, 0, T(T(-1) ^ T(0x11))}));
   EXPECT_EQ(reduced(ReduceOp::kLand, dtype, a, b), (std::vector<T>{1, 0, 0, 0, 1}));
   EXPECT_EQ(reduced(ReduceOp::kLor, dtype, a, b), (std::vector<T>{1, 1, 1, 0, 1}));
   EXPECT_EQ(reduced(ReduceOp::kLxor, dtype, a, b), (std::vector<T>{0, 1, 1, 0, 0}));
@@ -44,7 +45,8 @@ TEST(BitwiseOps, EveryIntegerDtypeByHand) {
 
 TEST(BitwiseOps, InPlaceReduce) {
   std::vector<std::uint64_t> a{0xF0F0, 0x1}, b{0x0FF0, 0x1};
-  ASSERT_TRUE(host::reduce(DataType::kU64, ReduceOp::kBxor, a.data(), a.data(), b.data(), 2).is_ok());
+  ASSERT_TRUE(
+      host::reduce(DataType::kU64, ReduceOp::kBxor, a.data(), a.data(), b.data(), 2).is_ok());
   EXPECT_EQ(a, (std::vector<std::uint64_t>{0xFF00, 0}));
 }
 

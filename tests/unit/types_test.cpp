@@ -126,17 +126,11 @@ TEST(DataTypes, UnknownValuesAndNames) {
 }
 
 TEST(ReduceOps, NamesRoundTrip) {
-  const std::pair<ReduceOp, const char*> wants[] = {{ReduceOp::kSum, "sum"},
-                                                    {ReduceOp::kMean, "mean"},
-                                                    {ReduceOp::kMin, "min"},
-                                                    {ReduceOp::kMax, "max"},
-                                                    {ReduceOp::kProd, "prod"},
-                                                    {ReduceOp::kBand, "band"},
-                                                    {ReduceOp::kBor, "bor"},
-                                                    {ReduceOp::kBxor, "bxor"},
-                                                    {ReduceOp::kLand, "land"},
-                                                    {ReduceOp::kLor, "lor"},
-                                                    {ReduceOp::kLxor, "lxor"}};
+  const std::pair<ReduceOp, const char*> wants[] = {
+      {ReduceOp::kSum, "sum"}, {ReduceOp::kMean, "mean"}, {ReduceOp::kMin, "min"},
+      {ReduceOp::kMax, "max"}, {ReduceOp::kProd, "prod"}, {ReduceOp::kBand, "band"},
+      {ReduceOp::kBor, "bor"}, {ReduceOp::kBxor, "bxor"}, {ReduceOp::kLand, "land"},
+      {ReduceOp::kLor, "lor"}, {ReduceOp::kLxor, "lxor"}};
   for (const auto& [op, name] : wants) {
     EXPECT_EQ(op_name(op), name);
     EXPECT_TRUE(is_valid(op));

@@ -132,23 +132,33 @@ struct Max {
 // to the integer types alone). Logical results are 1 or 0, as the host's.
 struct Band {
   template <typename T>
-  __host__ __device__ T operator()(T a, T b) const { return static_cast<T>(a & b); }
+  __host__ __device__ T operator()(T a, T b) const {
+    return static_cast<T>(a & b);
+  }
 };
 struct Bor {
   template <typename T>
-  __host__ __device__ T operator()(T a, T b) const { return static_cast<T>(a | b); }
+  __host__ __device__ T operator()(T a, T b) const {
+    return static_cast<T>(a | b);
+  }
 };
 struct Bxor {
   template <typename T>
-  __host__ __device__ T operator()(T a, T b) const { return static_cast<T>(a ^ b); }
+  __host__ __device__ T operator()(T a, T b) const {
+    return static_cast<T>(a ^ b);
+  }
 };
 struct Land {
   template <typename T>
-  __host__ __device__ T operator()(T a, T b) const { return static_cast<T>(a != 0 && b != 0); }
+  __host__ __device__ T operator()(T a, T b) const {
+    return static_cast<T>(a != 0 && b != 0);
+  }
 };
 struct Lor {
   template <typename T>
-  __host__ __device__ T operator()(T a, T b) const { return static_cast<T>(a != 0 || b != 0); }
+  __host__ __device__ T operator()(T a, T b) const {
+    return static_cast<T>(a != 0 || b != 0);
+  }
 };
 struct Lxor {
   template <typename T>

@@ -27,12 +27,42 @@ struct Max {
 
 // Bitwise and logical ops: integers only (reduce_with_int never instantiates
 // them for a floating type). Logical results are 1 or 0.
-struct Band { template <typename T> T operator()(T a, T b) const { return static_cast<T>(a & b); } };
-struct Bor { template <typename T> T operator()(T a, T b) const { return static_cast<T>(a | b); } };
-struct Bxor { template <typename T> T operator()(T a, T b) const { return static_cast<T>(a ^ b); } };
-struct Land { template <typename T> T operator()(T a, T b) const { return static_cast<T>(a != 0 && b != 0); } };
-struct Lor { template <typename T> T operator()(T a, T b) const { return static_cast<T>(a != 0 || b != 0); } };
-struct Lxor { template <typename T> T operator()(T a, T b) const { return static_cast<T>((a != 0) != (b != 0)); } };
+struct Band {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a & b);
+  }
+};
+struct Bor {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a | b);
+  }
+};
+struct Bxor {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a ^ b);
+  }
+};
+struct Land {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a != 0 && b != 0);
+  }
+};
+struct Lor {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a != 0 || b != 0);
+  }
+};
+struct Lxor {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>((a != 0) != (b != 0));
+  }
+};
 
 // The loop body is elementwise, so dst == a is safe; when it is, the loop runs
 // through the two-operand form, which the compiler vectorises without alias checks.
