@@ -1,13 +1,13 @@
 """mpi4py under the ruccl layer: the routed collectives over numpy buffers, in
 place and not, several dtypes and ops, on COMM_WORLD, a dup, a split and
 COMM_SELF, checked against numpy. mpi4py initialises MPI at
-MPI_THREAD_SERIALIZED here (its default, MULTIPLE, makes the layer route
-nothing). Prints "mpi4py: OK"."""
+MPI_THREAD_SERIALIZED here; with the argument "multiple" at its default,
+MPI_THREAD_MULTIPLE, under which the layer routes nothing. Prints "mpi4py: OK"."""
 import sys
 
 import mpi4py
 
-mpi4py.rc.thread_level = "serialized"
+mpi4py.rc.thread_level = "multiple" if sys.argv[1:] == ["multiple"] else "serialized"
 from mpi4py import MPI  # noqa: E402
 import numpy as np  # noqa: E402
 

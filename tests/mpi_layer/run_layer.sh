@@ -7,6 +7,7 @@
 #             collective it calls was routed at least once
 #   off       RUCCL_MPI=0: the program says OK and nothing was routed
 #   chosen    RUCCL_MPI_COLLS=allreduce,barrier: only those are routed
+#   multiple  a script.py under MPI_THREAD_MULTIPLE: OK, and nothing routed
 #   mismatch  ranks pass different counts: every rank gets ruccl's error
 #   fatal     the same under MPI_ERRORS_ARE_FATAL: the job aborts, ruccl's
 #             message printed
@@ -49,6 +50,12 @@ case $mode in
     [ "$(grep -cE 'MPI_Barrier routed [1-9]' "$out")" -eq "$np" ] || fail "barrier not routed"
     [ "$(grep -c 'MPI_Bcast routed 0, fell back [1-9][0-9]* (not in RUCCL_MPI_COLLS' "$out")" \
       -eq "$np" ] || fail "bcast routed although not chosen" ;;
+  multiple)
+    run "${pre[@]}" -x RUCCL_DEBUG=INFO "${program_cmd[@]}" multiple || fail "exit code $?"
+    grep -q ": OK" "$out" || fail "no OK line"
+    grep -qE "routed [1-9]" "$out" && fail "calls routed under MPI_THREAD_MULTIPLE"
+    n=$(grep -c "MPI_Allreduce routed 0, fell back [1-9][0-9]* (MPI_THREAD_MULTIPLE" "$out")
+    [ "$n" -eq "$np" ] || fail "no MPI_THREAD_MULTIPLE fallback counts" ;;
   mismatch)
     run "${pre[@]}" "$program" || fail "exit code $?"
     grep -q "mismatch: OK" "$out" || fail "no OK line" ;;
