@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/catch_to_status.hpp"
+#include "mpi_layer/dispatch.hpp"
 #include "mpi_layer/mapping.hpp"
 #include "mpi_layer/registry.hpp"
 
@@ -25,28 +26,12 @@ using ruccl::mpi_layer::Coll;
 using ruccl::mpi_layer::Reduction;
 using ruccl::mpi_layer::Registry;
 using ruccl::mpi_layer::Route;
+using ruccl::mpi_layer::routed;
+using ruccl::mpi_layer::run_status;
 using ruccl::mpi_layer::Why;
 
 TensorView view(const void* data, DataType dtype, std::size_t count) {
   return TensorView::of(const_cast<void*>(data), dtype, count, ruccl::host_device(0));
-}
-
-// The Route serving this call, or null when it goes to PMPI (counted either way).
-// `local` is the argument check's verdict (kRouted when the arguments map).
-Route* routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order = false) {
-  Registry& reg = Registry::get();
-  Why why = reg.blocked();
-  if (why == Why::kRouted && !reg.enabled(c)) why = Why::kNotChosen;
-  if (why == Why::kRouted && comm == MPI_COMM_NULL) why = Why::kArgument;
-  if (why == Why::kRouted) why = local;
-  Route* r = nullptr;
-  if (why == Why::kRouted) {
-    r = reg.route(comm);
-    why = r->failed;
-    if (why == Why::kRouted && needs_mpi_order && !r->identity) why = Why::kRankOrder;
-  }
-  reg.count(c, why);
-  return why == Why::kRouted ? r : nullptr;
 }
 
 Why reduction_check(MPI_Datatype type, MPI_Op op, std::optional<Reduction>& out) {
@@ -65,8 +50,8 @@ Why move_check(MPI_Datatype type, std::size_t& bytes) {
 // Runs a routed call; a ruccl error goes through the communicator's handler.
 template <typename F>
 int run(Coll c, MPI_Comm comm, F&& body) {
-  const Status s = ruccl::core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", body);
-  return s.is_ok() ? MPI_SUCCESS : Registry::get().fail(comm, c, s);
+  return run_status(c, comm,
+                    ruccl::core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", body));
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ std::string_view coll_name(Coll c) noexcept {
     case Coll::kBcast: return "MPI_Bcast";
     case Coll::kAllgather: return "MPI_Allgather";
     case Coll::kReduceScatterBlock: return "MPI_Reduce_scatter_block";
+    case Coll::kReduceScatter: return "MPI_Reduce_scatter";
     case Coll::kAlltoall: return "MPI_Alltoall";
+    case Coll::kAlltoallv: return "MPI_Alltoallv";
     case Coll::kBarrier: return "MPI_Barrier";
   }
   return "?";
@@ -42,7 +44,8 @@ std::string_view why_name(Why w) noexcept {
 namespace {
 
 // RUCCL_MPI_COLLS: a comma-separated list of allreduce, reduce, bcast,
-// allgather, reduce_scatter_block, alltoall, barrier (or "all"); case-insensitive.
+// allgather, reduce_scatter_block, reduce_scatter, alltoall, alltoallv,
+// barrier (or "all"); case-insensitive.
 std::array<bool, kColls> parse_colls(const char* text, int mpi_rank) {
   std::array<bool, kColls> on{};
   std::string list(text);

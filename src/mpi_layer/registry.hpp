@@ -41,10 +41,12 @@ enum class Coll : std::uint8_t {
   kBcast,
   kAllgather,
   kReduceScatterBlock,
+  kReduceScatter,
   kAlltoall,
+  kAlltoallv,
   kBarrier
 };
-inline constexpr std::size_t kColls = 7;
+inline constexpr std::size_t kColls = 9;
 std::string_view coll_name(Coll c) noexcept;  // "MPI_Allreduce", ...
 
 // Why a call went where it went.

@@ -178,6 +178,50 @@ static void test_comm(MPI_Comm comm, const char* name) {
   for (r = 0; r < size; ++r)
     for (i = 0; i < N; ++i)
       CHECK(x[r * N + i] == r * 100000 + rank * 1000 + i, "alltoall in place [%d][%d]", r, i);
+  /* Alltoallv: rank s sends d + 1 ints to rank d, block d at displacement
+   * 2 * d * size + d (not packed); received packed (and then not packed). */
+  {
+    int sc[64], sd[64], rc[64], rd[64];
+    int at = 0;
+    for (r = 0; r < size; ++r) {
+      sc[r] = r + 1;
+      sd[r] = 2 * r * size + r;
+      rc[r] = rank + 1;
+      rd[r] = at;
+      at += rank + 1;
+    }
+    for (i = 0; i < N * size; ++i) x[i] = -1;
+    for (r = 0; r < size; ++r)
+      for (i = 0; i < sc[r]; ++i) x[sd[r] + i] = rank * 1000 + r * 10 + i;
+    MPI_Alltoallv(x, sc, sd, MPI_INT, y, rc, rd, MPI_INT, comm);
+    for (r = 0; r < size; ++r)
+      for (i = 0; i < rc[r]; ++i)
+        CHECK(y[rd[r] + i] == r * 1000 + rank * 10 + i, "alltoallv [%d][%d]", r, i);
+    for (r = 0; r < size; ++r) rd[r] = 3 * r * (rank + 1) + 1;
+    for (i = 0; i < N * size; ++i) y[i] = -1;
+    MPI_Alltoallv(x, sc, sd, MPI_INT, y, rc, rd, MPI_INT, comm);
+    for (r = 0; r < size; ++r)
+      for (i = 0; i < rc[r]; ++i)
+        CHECK(y[rd[r] + i] == r * 1000 + rank * 10 + i, "alltoallv spread [%d][%d]", r, i);
+  }
+  /* Reduce_scatter: balanced counts (ruccl's split of 3 * size + 1) and
+   * unbalanced ones (rank r gets r + 2), not in place and in place. */
+  for (int form = 0; form < 4; ++form) {
+    int rc[64], total = 0, before = 0;
+    for (r = 0; r < size; ++r) {
+      rc[r] = form < 2 ? 3 + (r < 1 ? 1 : 0) : r + 2;
+      if (r == rank) before = total;
+      total += rc[r];
+    }
+    for (i = 0; i < total; ++i) l[i] = value(rank, i);
+    int64_t* out = form % 2 ? l : (int64_t*)dout;
+    MPI_Reduce_scatter(form % 2 ? MPI_IN_PLACE : l, out, rc, MPI_INT64_T, MPI_SUM, comm);
+    for (i = 0; i < rc[rank]; ++i) {
+      int64_t want = 0;
+      for (r = 0; r < size; ++r) want += value(r, before + i);
+      CHECK(out[i] == want, "reduce_scatter form %d [%d]", form, i);
+    }
+  }
   MPI_Barrier(comm);
 
   /* Left to MPI: MAXLOC, a derived datatype, a user op. */

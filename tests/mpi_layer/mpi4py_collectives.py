@@ -67,6 +67,18 @@ def run(comm, name):
     comm.Alltoall(a, t)
     check(np.array_equal(t, np.array([s * 100 + rank for s in range(size)], np.int32)),
           f"{name} Alltoall")
+    counts = [r + 1 for r in range(size)]
+    send = np.concatenate([np.full(d + 1, rank * 100 + d, np.int32) for d in range(size)])
+    recv = np.empty((rank + 1) * size, np.int32)
+    comm.Alltoallv([send, counts], [recv, [rank + 1] * size])
+    check(np.array_equal(recv, np.repeat(np.array([s * 100 + rank for s in range(size)],
+                                                  np.int32), rank + 1)), f"{name} Alltoallv")
+    rc = [r + 2 for r in range(size)]
+    v = np.arange(sum(rc), dtype=np.float64) + rank
+    part = np.empty(rc[rank])
+    comm.Reduce_scatter(v, part, recvcounts=rc, op=MPI.SUM)
+    whole = sum(np.arange(sum(rc), dtype=np.float64) + r for r in range(size))
+    check(np.array_equal(part, whole[sum(rc[:rank]):sum(rc[:rank + 1])]), f"{name} Reduce_scatter")
     comm.Barrier()
 
 
