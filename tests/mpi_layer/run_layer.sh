@@ -11,9 +11,13 @@
 #   mismatch  ranks pass different counts: every rank gets ruccl's error
 #   fatal     the same under MPI_ERRORS_ARE_FATAL: the job aborts, ruccl's
 #             message printed
+#   app       any MPI program (extra arguments follow): exit 0, and on every
+#             rank some collective was routed (ruccl's own C example)
 #   plain     no preload (the reference: the program is right under MPI)
 set -u
 mode=$1 np=$2 layer=$3 program=$4 mpiexec=${5:-mpirun}
+shift $(($# < 5 ? $# : 5))
+args=("$@")
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 run() {
@@ -51,6 +55,11 @@ case $mode in
     [ "$(grep -cE 'MPI_Barrier routed [1-9]' "$out")" -eq "$np" ] || fail "barrier not routed"
     [ "$(grep -c 'MPI_Bcast routed 0, fell back [1-9][0-9]* (not in RUCCL_MPI_COLLS' "$out")" \
       -eq "$np" ] || fail "bcast routed although not chosen" ;;
+  app)
+    run "${pre[@]}" -x RUCCL_DEBUG=INFO "${program_cmd[@]}" "${args[@]}" || fail "exit code $?"
+    n=$(grep -E "MPI rank [0-9]+: MPI_[A-Za-z_]+ routed [1-9]" "$out" |
+      sed -E 's/.*MPI rank ([0-9]+):.*/\1/' | sort -u | wc -l)
+    [ "$n" -eq "$np" ] || fail "collectives routed on $n of $np ranks" ;;
   multiple)
     run "${pre[@]}" -x RUCCL_DEBUG=INFO "${program_cmd[@]}" multiple || fail "exit code $?"
     grep -q ": OK" "$out" || fail "no OK line"
