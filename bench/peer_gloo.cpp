@@ -172,7 +172,7 @@ const gloo::ReductionFunction<T>* gloo_fn(ReduceOp op) {
     case ReduceOp::kProd: return gloo::ReductionFunction<T>::product;
     case ReduceOp::kMin: return gloo::ReductionFunction<T>::min;
     case ReduceOp::kMax: return gloo::ReductionFunction<T>::max;
-    case ReduceOp::kMean: break;
+    default: break;  // Mean, and the bitwise and logical ops: no gloo function
   }
   return nullptr;
 }

@@ -105,6 +105,12 @@ MPI_Op mpi_op(ReduceOp op) {
     case ReduceOp::kProd: return MPI_PROD;
     case ReduceOp::kMin: return MPI_MIN;
     case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kBand: return MPI_BAND;
+    case ReduceOp::kBor: return MPI_BOR;
+    case ReduceOp::kBxor: return MPI_BXOR;
+    case ReduceOp::kLand: return MPI_LAND;
+    case ReduceOp::kLor: return MPI_LOR;
+    case ReduceOp::kLxor: return MPI_LXOR;
     case ReduceOp::kMean: break;
   }
   return MPI_OP_NULL;

@@ -129,6 +129,12 @@ std::int64_t DataModel::input(std::size_t rank, std::size_t index) const {
     case ReduceOp::kMax: return static_cast<std::int64_t>((5 * rank + 3 * (index % 17)) % 17);
     case ReduceOp::kProd:
       return 1 + ((rank + index) % n == 0 ? 1 : 0) + ((rank + 2 * (index % n) + 1) % n == 0 ? 1 : 0);
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor: return static_cast<std::int64_t>((3 * rank + index) % 8);
+    case ReduceOp::kLand:
+    case ReduceOp::kLor:
+    case ReduceOp::kLxor: return static_cast<std::int64_t>((rank + index) % 3 == 0 ? 0 : 1);
   }
   return 0;
 }
@@ -143,6 +149,12 @@ std::int64_t DataModel::fold(std::size_t index) const {
       case ReduceOp::kProd: acc *= v; break;
       case ReduceOp::kMin: acc = std::min(acc, v); break;
       case ReduceOp::kMax: acc = std::max(acc, v); break;
+      case ReduceOp::kBand: acc &= v; break;
+      case ReduceOp::kBor: acc |= v; break;
+      case ReduceOp::kBxor: acc ^= v; break;
+      case ReduceOp::kLand: acc = (acc != 0 && v != 0) ? 1 : 0; break;
+      case ReduceOp::kLor: acc = (acc != 0 || v != 0) ? 1 : 0; break;
+      case ReduceOp::kLxor: acc = ((acc != 0) != (v != 0)) ? 1 : 0; break;
     }
   }
   return acc;

@@ -10,6 +10,8 @@
 #                              UCX transport, multinode); imported as ruccl::ruccl
 #   lib/libruccl.a             the same objects as one static archive; imported
 #                              as ruccl::ruccl_static (COMPONENTS static)
+#   lib/libruccl_mpi.so        the PMPI layer (with MPI and multinode); imported
+#                              as ruccl::mpi_layer
 #   include/ruccl/             the C++ headers and the C header ruccl.h
 #                              (world.hpp only with the multinode layer)
 #   lib/cmake/ruccl/           rucclConfig.cmake: find_package(ruccl CONFIG)
@@ -108,6 +110,12 @@ install(TARGETS ruccl_shared EXPORT rucclTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS ruccl_static EXPORT rucclStaticTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# The PMPI layer (src/mpi_layer): lib/libruccl_mpi.so, imported as
+# ruccl::mpi_layer. It holds its own copy of ruccl and exports only MPI_*.
+if(TARGET ruccl_mpi)
+  install(TARGETS ruccl_mpi EXPORT rucclTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(EXPORT rucclTargets NAMESPACE ruccl:: DESTINATION ${RUCCL_INSTALL_CMAKEDIR})
 install(EXPORT rucclStaticTargets NAMESPACE ruccl:: DESTINATION ${RUCCL_INSTALL_CMAKEDIR})
 

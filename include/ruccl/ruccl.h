@@ -96,14 +96,23 @@ enum ruccl_dtype {
 };
 
 /* Reduction ops (see the README's semantics: f16/bf16 computed in f32, integer
- * Sum/Prod wrap, Mean = Sum / world size, Min/Max propagate NaN). */
+ * Sum/Prod wrap, Mean = Sum / world size, Min/Max propagate NaN). The bitwise
+ * (BAND, BOR, BXOR) and logical (LAND, LOR, LXOR: nonzero is true, results 1
+ * or 0) ops take integer dtypes only; with a floating dtype they are
+ * RUCCL_ERROR_INVALID_ARGUMENT. */
 typedef int ruccl_op_t;
 enum ruccl_op {
   RUCCL_SUM = 0,
   RUCCL_MEAN = 1,
   RUCCL_MIN = 2,
   RUCCL_MAX = 3,
-  RUCCL_PROD = 4
+  RUCCL_PROD = 4,
+  RUCCL_BAND = 5,
+  RUCCL_BOR = 6,
+  RUCCL_BXOR = 7,
+  RUCCL_LAND = 8,
+  RUCCL_LOR = 9,
+  RUCCL_LXOR = 10
 };
 
 typedef int ruccl_device_kind_t;

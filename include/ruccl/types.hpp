@@ -24,9 +24,31 @@ inline constexpr DataType kAllDataTypes[] = {DataType::kF16, DataType::kBF16, Da
 // - Mean: the Sum divided by the world size. Floats: one correctly rounded division
 //   of the (rounded) sum, not a multiplication by 1/n. Integers: the wrapped sum
 //   divided by n, truncated toward zero (C++ integer division).
-enum class ReduceOp : std::uint8_t { kSum, kMean, kMin, kMax, kProd };
+// - Band, Bor, Bxor: bitwise and, or, xor of the integer bit patterns.
+// - Land, Lor, Lxor: logical and, or, xor: an element is true when nonzero, and
+//   the result is 1 or 0 (MPI's MPI_LAND/LOR/LXOR). A world of one rank
+//   combines nothing, so there the result is the input unchanged (as in MPI).
+// The six bitwise and logical ops take integer dtypes only (i8 u8 i32 i64 u64);
+// a floating dtype with one of them is kInvalidArgument in the local check.
+enum class ReduceOp : std::uint8_t {
+  kSum,
+  kMean,
+  kMin,
+  kMax,
+  kProd,
+  kBand,
+  kBor,
+  kBxor,
+  kLand,
+  kLor,
+  kLxor
+};
+// The ops every reducible dtype takes.
 inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin,
                                              ReduceOp::kMax, ReduceOp::kProd};
+// The ops only integer dtypes take.
+inline constexpr ReduceOp kIntegerOnlyOps[] = {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor,
+                                               ReduceOp::kLand, ReduceOp::kLor, ReduceOp::kLxor};
 
 enum class DeviceKind : std::uint8_t { kHost, kCuda };
 
@@ -49,6 +71,7 @@ std::string device_name(DeviceId device);              // "host:3", "cuda:0"
 bool is_valid(DataType dtype) noexcept;                // guards values cast from integers
 bool is_valid(ReduceOp op) noexcept;
 bool is_floating(DataType dtype) noexcept;
+bool is_integer_only(ReduceOp op) noexcept;                  // Band .. Lxor
 std::optional<DataType> parse_dtype(std::string_view name);  // inverse of dtype_name
 std::optional<ReduceOp> parse_op(std::string_view name);
 

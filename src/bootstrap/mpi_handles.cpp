@@ -44,7 +44,9 @@ Result<MpiScope> MpiScope::borrow() {
 }
 
 void MpiScope::Finalize::operator()(bool owns) const noexcept {
-  if (owns && !mpi_finalized()) MPI_Finalize();
+  // PMPI_: under the PMPI layer (libruccl_mpi.so) ruccl's own calls must not
+  // reach its interceptors (tests/mpi_layer/no_recursion.sh checks them all).
+  if (owns && !mpi_finalized()) PMPI_Finalize();
 }
 
 Result<OwnedComm> OwnedComm::duplicate(MPI_Comm parent) {

@@ -52,6 +52,12 @@ ReduceOp op_of(ruccl_op_t op) {
     case RUCCL_MIN: return ReduceOp::kMin;
     case RUCCL_MAX: return ReduceOp::kMax;
     case RUCCL_PROD: return ReduceOp::kProd;
+    case RUCCL_BAND: return ReduceOp::kBand;
+    case RUCCL_BOR: return ReduceOp::kBor;
+    case RUCCL_BXOR: return ReduceOp::kBxor;
+    case RUCCL_LAND: return ReduceOp::kLand;
+    case RUCCL_LOR: return ReduceOp::kLor;
+    case RUCCL_LXOR: return ReduceOp::kLxor;
   }
   return kUnknownOp;
 }

@@ -43,6 +43,11 @@ Status check_reducible(DataType dtype, ReduceOp op) {
     return Status(ErrorCode::kInvalidArgument,
                   "dtype bytes is opaque (packed formats) and cannot be reduced with " +
                       std::string(op_name(op)) + "; use broadcast, all_gather or all_to_all_v");
+  if (is_floating(dtype) && is_integer_only(op))
+    return Status(ErrorCode::kInvalidArgument,
+                  "op " + std::string(op_name(op)) +
+                      " takes integer dtypes only (i8 u8 i32 i64 u64), not " +
+                      std::string(dtype_name(dtype)));
   return Status::ok();
 }
 

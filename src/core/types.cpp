@@ -49,6 +49,12 @@ std::string_view op_name(ReduceOp op) noexcept {
     case ReduceOp::kMin: return "min";
     case ReduceOp::kMax: return "max";
     case ReduceOp::kProd: return "prod";
+    case ReduceOp::kBand: return "band";
+    case ReduceOp::kBor: return "bor";
+    case ReduceOp::kBxor: return "bxor";
+    case ReduceOp::kLand: return "land";
+    case ReduceOp::kLor: return "lor";
+    case ReduceOp::kLxor: return "lxor";
   }
   return "?";
 }
@@ -79,8 +85,16 @@ std::optional<DataType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+bool is_integer_only(ReduceOp op) noexcept {
+  for (ReduceOp o : kIntegerOnlyOps)
+    if (o == op) return true;
+  return false;
+}
+
 std::optional<ReduceOp> parse_op(std::string_view name) {
   for (ReduceOp op : kAllReduceOps)
+    if (op_name(op) == name) return op;
+  for (ReduceOp op : kIntegerOnlyOps)
     if (op_name(op) == name) return op;
   return std::nullopt;
 }

@@ -90,7 +90,7 @@ Result<Decoded> decode(std::span<const std::uint64_t> w, std::size_t rank, std::
   };
   RUCCL_TRY(in_range(0, static_cast<std::uint64_t>(CollectiveKind::kAllToAllV), "collective kind"));
   RUCCL_TRY(in_range(1, static_cast<std::uint64_t>(DataType::kBytes), "dtype"));
-  RUCCL_TRY(in_range(2, static_cast<std::uint64_t>(ReduceOp::kProd), "op"));
+  RUCCL_TRY(in_range(2, static_cast<std::uint64_t>(ReduceOp::kLxor), "op"));
   RUCCL_TRY(in_range(4, 1, "has_input flag"));
   RUCCL_TRY(in_range(5, 1, "output flag"));
   RUCCL_TRY(in_range(8, static_cast<std::uint64_t>(kLastErrorCode), "error code"));

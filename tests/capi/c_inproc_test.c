@@ -64,6 +64,22 @@ static void test_all_reduce(RankArgs* a) {
       check(a, x[i] == want, "all_reduce in-place max", i);
     }
   }
+  /* In-place bitwise or and logical and over i32: rank r sets bit r. A world of
+   * one rank combines nothing: its input is the result (as in MPI). */
+  for (i = 0; i < COUNT; ++i) x[i] = (int32_t)(i % 2 ? (1u << a->rank) : 0);
+  if (call_ok(a, ruccl_all_reduce(a->comm, a->rank, x, x, COUNT, RUCCL_I32, RUCCL_BOR, NULL),
+              "all_reduce bor"))
+    for (i = 0; i < COUNT; ++i)
+      check(a, x[i] == (int32_t)(i % 2 ? (1u << a->world) - 1u : 0u), "all_reduce bor", i);
+  for (i = 0; i < COUNT; ++i) x[i] = (int32_t)(i % 3 == 0 || a->rank == 0 ? 7 : 0);
+  if (call_ok(a, ruccl_all_reduce(a->comm, a->rank, x, x, COUNT, RUCCL_I32, RUCCL_LAND, NULL),
+              "all_reduce land"))
+    for (i = 0; i < COUNT; ++i)
+      check(a, x[i] == (a->world == 1 ? 7 : i % 3 == 0 ? 1 : 0), "all_reduce land", i);
+  /* A bitwise op on a floating dtype: invalid argument. */
+  if (ruccl_all_reduce(a->comm, a->rank, in, out, COUNT, RUCCL_F32, RUCCL_BXOR, NULL) !=
+      RUCCL_ERROR_INVALID_ARGUMENT)
+    check(a, 0, "all_reduce f32 bxor is invalid", 0);
   free(in);
   free(out);
   free(x);

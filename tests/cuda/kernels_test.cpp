@@ -38,6 +38,12 @@ k::Op op_of(ReduceOp op) {
     case ReduceOp::kProd: return k::Op::kProd;
     case ReduceOp::kMin: return k::Op::kMin;
     case ReduceOp::kMax: return k::Op::kMax;
+    case ReduceOp::kBand: return k::Op::kBand;
+    case ReduceOp::kBor: return k::Op::kBor;
+    case ReduceOp::kBxor: return k::Op::kBxor;
+    case ReduceOp::kLand: return k::Op::kLand;
+    case ReduceOp::kLor: return k::Op::kLor;
+    case ReduceOp::kLxor: return k::Op::kLxor;
     default: return k::Op::kSum;
   }
 }
@@ -115,7 +121,10 @@ TEST(CudaKernelsOnHost, ReduceMatchesTheHostAdapterBitForBit) {
   std::size_t cases = 0;
   for (DataType dtype : kReducible) {
     const std::size_t es = dtype_size(dtype);
-    for (ReduceOp op : kAllReduceOps) {
+    std::vector<ReduceOp> ops(std::begin(kAllReduceOps), std::end(kAllReduceOps));
+    if (!is_floating(dtype))
+      ops.insert(ops.end(), std::begin(kIntegerOnlyOps), std::end(kIntegerOnlyOps));
+    for (ReduceOp op : ops) {
       for (std::size_t count : {0, 1, 3, 15, 16, 17, 40, 1025}) {
         for (std::size_t dst_off = 0; dst_off < 16; dst_off += es) {
           for (std::size_t b_off : {std::size_t{0}, dst_off, 16 - es}) {

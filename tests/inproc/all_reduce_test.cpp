@@ -116,7 +116,10 @@ TEST_P(AllReduce, EveryOpDtypeSizeAndForm) {
   std::vector<Case> cases;
   std::uint64_t salt = 0;
   for (DataType dtype : kReducible) {
-    for (ReduceOp op : kAllReduceOps) {
+    std::vector<ReduceOp> ops(std::begin(kAllReduceOps), std::end(kAllReduceOps));
+    if (!is_floating(dtype))
+      ops.insert(ops.end(), std::begin(kIntegerOnlyOps), std::end(kIntegerOnlyOps));
+    for (ReduceOp op : ops) {
       for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3}, world - 1,
                                 world + 1, std::size_t{257}, std::size_t{4099}}) {
         for (Form form : kForms) cases.push_back({dtype, op, Shape{count}, form, salt++ % 11});
@@ -329,6 +332,7 @@ TEST_F(AllReduceByHand, RoundingOfArbitraryValuesOnTwoRanks) {
             case ReduceOp::kProd: r = x * y; break;
             case ReduceOp::kMin: r = y < x ? y : x; break;
             case ReduceOp::kMax: r = x < y ? y : x; break;
+            default: break;  // floating dtypes take no bitwise or logical op
           }
           const std::uint16_t w = from_f32(dt, r);
           std::memcpy(in[0].data() + i * 2, &a, 2);
@@ -351,6 +355,7 @@ TEST_F(AllReduceByHand, RoundingOfArbitraryValuesOnTwoRanks) {
               case ReduceOp::kProd: r = x * y; break;
               case ReduceOp::kMin: r = std::min(x, y); break;
               case ReduceOp::kMax: r = std::max(x, y); break;
+              default: break;
             }
             std::memcpy(in[0].data() + i * 4, &x, 4);
             std::memcpy(in[1].data() + i * 4, &y, 4);
@@ -363,6 +368,7 @@ TEST_F(AllReduceByHand, RoundingOfArbitraryValuesOnTwoRanks) {
               case ReduceOp::kProd: r = x0 * y0; break;
               case ReduceOp::kMin: r = std::min(x0, y0); break;
               case ReduceOp::kMax: r = std::max(x0, y0); break;
+              default: break;
             }
             std::memcpy(in[0].data() + i * 8, &x0, 8);
             std::memcpy(in[1].data() + i * 8, &y0, 8);

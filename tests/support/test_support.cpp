@@ -157,6 +157,11 @@ void reduce_int(ReduceOp op, std::span<const std::uint64_t> logical, void* dst) 
   const std::size_t world = logical.size();
   U acc = 0;
   T out{};
+  if (world == 1 && (op == ReduceOp::kLand || op == ReduceOp::kLor || op == ReduceOp::kLxor)) {
+    out = static_cast<T>(logical[0]);  // nothing combines: the input is the result
+    std::memcpy(dst, &out, sizeof out);
+    return;
+  }
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kMean:
@@ -183,6 +188,37 @@ void reduce_int(ReduceOp op, std::span<const std::uint64_t> logical, void* dst) 
       out = std::numeric_limits<T>::min();
       for (std::uint64_t v : logical) out = std::max(out, static_cast<T>(v));
       break;
+    case ReduceOp::kBand:
+      acc = static_cast<U>(~U{0});
+      for (std::uint64_t v : logical) acc = static_cast<U>(acc & static_cast<U>(v));
+      out = static_cast<T>(acc);
+      break;
+    case ReduceOp::kBor:
+      for (std::uint64_t v : logical) acc = static_cast<U>(acc | static_cast<U>(v));
+      out = static_cast<T>(acc);
+      break;
+    case ReduceOp::kBxor:
+      for (std::uint64_t v : logical) acc = static_cast<U>(acc ^ static_cast<U>(v));
+      out = static_cast<T>(acc);
+      break;
+    case ReduceOp::kLand: {
+      bool all = true;
+      for (std::uint64_t v : logical) all = all && static_cast<T>(v) != 0;
+      out = static_cast<T>(all);
+      break;
+    }
+    case ReduceOp::kLor: {
+      bool any = false;
+      for (std::uint64_t v : logical) any = any || static_cast<T>(v) != 0;
+      out = static_cast<T>(any);
+      break;
+    }
+    case ReduceOp::kLxor: {
+      bool odd = false;
+      for (std::uint64_t v : logical) odd = odd != (static_cast<T>(v) != 0);
+      out = static_cast<T>(odd);
+      break;
+    }
   }
   std::memcpy(dst, &out, sizeof out);
 }
@@ -197,7 +233,12 @@ std::uint64_t reduce_input(DataType dtype, ReduceOp op, std::size_t rank, std::s
     }
     return from_int(static_cast<std::int64_t>((rank * 7 + index * 3 + salt) % 11) - 5);
   }
-  return splitmix64((salt << 48) ^ (static_cast<std::uint64_t>(rank) << 36) ^ index);
+  const std::uint64_t bits =
+      splitmix64((salt << 48) ^ (static_cast<std::uint64_t>(rank) << 36) ^ index);
+  // Logical ops: about one element in three is zero (false), so and/or/xor all vary.
+  if (op == ReduceOp::kLand || op == ReduceOp::kLor || op == ReduceOp::kLxor)
+    return bits % 3 == 0 ? 0 : bits;
+  return bits;
 }
 
 std::uint64_t move_input(DataType dtype, std::size_t rank, std::size_t index, std::uint64_t salt) {
@@ -260,6 +301,7 @@ void reference_reduce(DataType dtype, ReduceOp op, std::span<const std::uint64_t
           acc = -std::numeric_limits<double>::infinity();
           for (auto v : logical) acc = std::max(acc, static_cast<double>(to_int(v)));
           break;
+        default: throw std::logic_error("reference_reduce: op takes integer dtypes only");
       }
       store_double(dtype, acc, dst);
       return;

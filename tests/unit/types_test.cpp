@@ -126,17 +126,24 @@ TEST(DataTypes, UnknownValuesAndNames) {
 }
 
 TEST(ReduceOps, NamesRoundTrip) {
-  const std::pair<ReduceOp, const char*> wants[] = {{ReduceOp::kSum, "sum"},
-                                                    {ReduceOp::kMean, "mean"},
-                                                    {ReduceOp::kMin, "min"},
-                                                    {ReduceOp::kMax, "max"},
-                                                    {ReduceOp::kProd, "prod"}};
+  const std::pair<ReduceOp, const char*> wants[] = {
+      {ReduceOp::kSum, "sum"}, {ReduceOp::kMean, "mean"}, {ReduceOp::kMin, "min"},
+      {ReduceOp::kMax, "max"}, {ReduceOp::kProd, "prod"}, {ReduceOp::kBand, "band"},
+      {ReduceOp::kBor, "bor"}, {ReduceOp::kBxor, "bxor"}, {ReduceOp::kLand, "land"},
+      {ReduceOp::kLor, "lor"}, {ReduceOp::kLxor, "lxor"}};
   for (const auto& [op, name] : wants) {
     EXPECT_EQ(op_name(op), name);
     EXPECT_TRUE(is_valid(op));
     EXPECT_EQ(parse_op(name), op);
   }
-  for (ReduceOp op : kAllReduceOps) EXPECT_EQ(parse_op(op_name(op)), op);
+  for (ReduceOp op : kAllReduceOps) {
+    EXPECT_EQ(parse_op(op_name(op)), op);
+    EXPECT_FALSE(is_integer_only(op));
+  }
+  for (ReduceOp op : kIntegerOnlyOps) {
+    EXPECT_EQ(parse_op(op_name(op)), op);
+    EXPECT_TRUE(is_integer_only(op));
+  }
   EXPECT_FALSE(parse_op("avg").has_value());
   EXPECT_FALSE(parse_op("").has_value());
 }

@@ -67,6 +67,12 @@ kernels::Op kernel_op(ReduceOp op) {
     case ReduceOp::kProd: return kernels::Op::kProd;
     case ReduceOp::kMin: return kernels::Op::kMin;
     case ReduceOp::kMax: return kernels::Op::kMax;
+    case ReduceOp::kBand: return kernels::Op::kBand;
+    case ReduceOp::kBor: return kernels::Op::kBor;
+    case ReduceOp::kBxor: return kernels::Op::kBxor;
+    case ReduceOp::kLand: return kernels::Op::kLand;
+    case ReduceOp::kLor: return kernels::Op::kLor;
+    case ReduceOp::kLxor: return kernels::Op::kLxor;
     case ReduceOp::kSum:
     case ReduceOp::kMean: break;  // Mean divides in divide()
   }

@@ -128,6 +128,45 @@ struct Max {
   }
 };
 
+// Bitwise and logical ops, for integer types only (with_reduce dispatches them
+// to the integer types alone). Logical results are 1 or 0, as the host's.
+struct Band {
+  template <typename T>
+  __host__ __device__ T operator()(T a, T b) const {
+    return static_cast<T>(a & b);
+  }
+};
+struct Bor {
+  template <typename T>
+  __host__ __device__ T operator()(T a, T b) const {
+    return static_cast<T>(a | b);
+  }
+};
+struct Bxor {
+  template <typename T>
+  __host__ __device__ T operator()(T a, T b) const {
+    return static_cast<T>(a ^ b);
+  }
+};
+struct Land {
+  template <typename T>
+  __host__ __device__ T operator()(T a, T b) const {
+    return static_cast<T>(a != 0 && b != 0);
+  }
+};
+struct Lor {
+  template <typename T>
+  __host__ __device__ T operator()(T a, T b) const {
+    return static_cast<T>(a != 0 || b != 0);
+  }
+};
+struct Lxor {
+  template <typename T>
+  __host__ __device__ T operator()(T a, T b) const {
+    return static_cast<T>((a != 0) != (b != 0));
+  }
+};
+
 // f16/bf16 storage: widen to f32, combine, round once.
 template <typename F>
 struct F16Of {
@@ -289,11 +328,28 @@ int with_reduce(Type type, Op op, Run&& run) {
     }
     return static_cast<int>(cudaErrorInvalidValue);
   };
+  auto integral = [&](auto f) -> int {
+    switch (type) {
+      case Type::kI8: return run(std::int8_t{}, f);
+      case Type::kU8: return run(std::uint8_t{}, f);
+      case Type::kI32: return run(std::int32_t{}, f);
+      case Type::kI64: return run(std::int64_t{}, f);
+      case Type::kU64: return run(std::uint64_t{}, f);
+      default: break;  // floating types take no bitwise or logical op
+    }
+    return static_cast<int>(cudaErrorInvalidValue);
+  };
   switch (op) {
     case Op::kSum: return typed(Sum{});
     case Op::kProd: return typed(Prod{});
     case Op::kMin: return typed(Min{});
     case Op::kMax: return typed(Max{});
+    case Op::kBand: return integral(Band{});
+    case Op::kBor: return integral(Bor{});
+    case Op::kBxor: return integral(Bxor{});
+    case Op::kLand: return integral(Land{});
+    case Op::kLor: return integral(Lor{});
+    case Op::kLxor: return integral(Lxor{});
   }
   return static_cast<int>(cudaErrorInvalidValue);
 }

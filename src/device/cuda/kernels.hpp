@@ -22,8 +22,10 @@ namespace ruccl::cuda::kernels {
 
 // Mirrors ruccl::DataType minus kBytes (cuda_adapter.cpp maps the values).
 enum class Type : std::uint8_t { kF16, kBF16, kF32, kF64, kI8, kU8, kI32, kI64, kU64 };
-// Mean combines as kSum; its division is divide().
-enum class Op : std::uint8_t { kSum, kProd, kMin, kMax };
+// Mean combines as kSum; its division is divide(). The bitwise and logical ops
+// (kBand .. kLxor) take the integer types only: launch_reduce returns
+// cudaErrorInvalidValue for a floating type (the adapter checks first).
+enum class Op : std::uint8_t { kSum, kProd, kMin, kMax, kBand, kBor, kBxor, kLand, kLor, kLxor };
 
 inline constexpr std::size_t kPackBytes = 16;
 

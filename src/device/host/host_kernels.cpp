@@ -25,6 +25,45 @@ struct Max {
   template <typename T> T operator()(T a, T b) const { return a != a ? a : (a < b || b != b ? b : a); }
 };
 
+// Bitwise and logical ops: integers only (reduce_with_int never instantiates
+// them for a floating type). Logical results are 1 or 0.
+struct Band {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a & b);
+  }
+};
+struct Bor {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a | b);
+  }
+};
+struct Bxor {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a ^ b);
+  }
+};
+struct Land {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a != 0 && b != 0);
+  }
+};
+struct Lor {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a != 0 || b != 0);
+  }
+};
+struct Lxor {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>((a != 0) != (b != 0));
+  }
+};
+
 // The loop body is elementwise, so dst == a is safe; when it is, the loop runs
 // through the two-operand form, which the compiler vectorises without alias checks.
 template <typename T, typename F>
@@ -94,6 +133,20 @@ Status reduce_with(DataType dtype, void* d, const void* a, const void* b, std::s
   return Status::ok();
 }
 
+// The integer dtypes only: the bitwise and logical ops.
+template <typename F>
+Status reduce_with_int(DataType dtype, void* d, const void* a, const void* b, std::size_t n, F f) {
+  switch (dtype) {
+    case DataType::kI8: typed<std::int8_t>(d, a, b, n, f); break;
+    case DataType::kU8: typed<std::uint8_t>(d, a, b, n, f); break;
+    case DataType::kI32: typed<std::int32_t>(d, a, b, n, f); break;
+    case DataType::kI64: typed<std::int64_t>(d, a, b, n, f); break;
+    case DataType::kU64: typed<std::uint64_t>(d, a, b, n, f); break;
+    default: return core::check_reducible(dtype, ReduceOp::kBand);
+  }
+  return Status::ok();
+}
+
 template <typename T>
 void divide_ints(T* data, std::size_t n, std::size_t divisor) {
   using Wide = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
@@ -119,6 +172,12 @@ Status reduce(DataType dtype, ReduceOp op, void* dst, const void* a, const void*
     case ReduceOp::kProd: return reduce_with(dtype, dst, a, b, count, Mul{});
     case ReduceOp::kMin: return reduce_with(dtype, dst, a, b, count, Min{});
     case ReduceOp::kMax: return reduce_with(dtype, dst, a, b, count, Max{});
+    case ReduceOp::kBand: return reduce_with_int(dtype, dst, a, b, count, Band{});
+    case ReduceOp::kBor: return reduce_with_int(dtype, dst, a, b, count, Bor{});
+    case ReduceOp::kBxor: return reduce_with_int(dtype, dst, a, b, count, Bxor{});
+    case ReduceOp::kLand: return reduce_with_int(dtype, dst, a, b, count, Land{});
+    case ReduceOp::kLor: return reduce_with_int(dtype, dst, a, b, count, Lor{});
+    case ReduceOp::kLxor: return reduce_with_int(dtype, dst, a, b, count, Lxor{});
   }
   return Status(ErrorCode::kInvalidArgument, "unknown reduction op value");
 }

@@ -1,0 +1,49 @@
+/* An OSU-style latency loop of MPI_Allreduce (float, SUM), plain MPI: built
+ * against MPI only, so the same binary measures MPI alone and MPI under the
+ * ruccl layer (LD_PRELOAD=libruccl_mpi.so). For each size from 8 B to
+ * --max bytes (powers of 2, default 1 MiB): --warmup calls, then --iters
+ * timed calls between barriers; prints "<bytes> <average us per call>" on
+ * rank 0, the largest average over the ranks. Checks the first result. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char** argv) {
+  long max_bytes = 1 << 20, iters = 1000, warmup = 100;
+  for (int a = 1; a + 1 < argc; a += 2) {
+    if (!strcmp(argv[a], "--max")) max_bytes = atol(argv[a + 1]);
+    else if (!strcmp(argv[a], "--iters")) iters = atol(argv[a + 1]);
+    else if (!strcmp(argv[a], "--warmup")) warmup = atol(argv[a + 1]);
+  }
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const long max_count = max_bytes / (long)sizeof(float);
+  float* in = malloc((size_t)max_count * sizeof(float));
+  float* out = malloc((size_t)max_count * sizeof(float));
+  for (long i = 0; i < max_count; ++i) in[i] = (float)(rank + 1);
+  int bad = 0;
+  if (rank == 0) printf("# bytes avg_us (MPI_Allreduce float sum, %d ranks)\n", size);
+  for (long bytes = 8; bytes <= max_bytes; bytes *= 2) {
+    const int count = (int)(bytes / (long)sizeof(float));
+    /* Fewer iterations for large sizes, as OSU does. */
+    const long n = bytes > 65536 ? iters / 10 + 1 : iters;
+    for (long k = 0; k < warmup; ++k)
+      MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (out[0] != (float)size * (float)(size + 1) / 2) bad = 1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (long k = 0; k < n; ++k) MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    const double us = (MPI_Wtime() - t0) * 1e6 / (double)n;
+    double worst = 0;
+    MPI_Reduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("%ld %.2f\n", bytes, worst);
+  }
+  if (bad) fprintf(stderr, "rank %d: wrong all-reduce result\n", rank);
+  free(in);
+  free(out);
+  MPI_Finalize();
+  return bad;
+}

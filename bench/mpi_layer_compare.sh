@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# MPI_Allreduce latency with and without the ruccl layer, interleaved
+# (A B A B ...), the median of the rounds per size.
+#   bench/mpi_layer_compare.sh [build dir] [rounds] [np]
+set -eu
+build=${1:-build} rounds=${2:-5} np=${3:-2}
+bin=$build/bin/allreduce_latency layer=$build/lib/libruccl_mpi.so
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run() { mpirun --allow-run-as-root --oversubscribe -np "$np" "$@" "$bin" | grep -v '^#'; }
+for r in $(seq "$rounds"); do
+  run > "$tmp/mpi.$r"
+  run -x LD_PRELOAD="$layer" > "$tmp/ruccl.$r"
+done
+median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+printf "%10s %12s %14s %8s\n" bytes "MPI (us)" "ruccl layer" ratio
+for bytes in $(awk '{print $1}' "$tmp/mpi.1"); do
+  a=$(cat "$tmp"/mpi.* | awk -v b="$bytes" '$1 == b {print $2}' | median)
+  b=$(cat "$tmp"/ruccl.* | awk -v b="$bytes" '$1 == b {print $2}' | median)
+  printf "%10s %12s %14s %8.2f\n" "$bytes" "$a" "$b" "$(echo "$b / $a" | bc -l)"
+done

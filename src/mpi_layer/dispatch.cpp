@@ -1,0 +1,27 @@
+// The decision of every intercepted collective (dispatch.hpp): the layer's
+// switches, then the call's own arguments, then the communicator's Route.
+#include "mpi_layer/dispatch.hpp"
+
+namespace ruccl::mpi_layer {
+
+Route* routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order) {
+  Registry& reg = Registry::get();
+  Why why = reg.blocked();
+  if (why == Why::kRouted && !reg.enabled(c)) why = Why::kNotChosen;
+  if (why == Why::kRouted && comm == MPI_COMM_NULL) why = Why::kArgument;
+  if (why == Why::kRouted) why = local;
+  Route* r = nullptr;
+  if (why == Why::kRouted) {
+    r = reg.route(comm);
+    why = r->failed;
+    if (why == Why::kRouted && needs_mpi_order && !r->identity) why = Why::kRankOrder;
+  }
+  reg.count(c, why);
+  return why == Why::kRouted ? r : nullptr;
+}
+
+int run_status(Coll c, MPI_Comm comm, const Status& s) {
+  return s.is_ok() ? MPI_SUCCESS : Registry::get().fail(comm, c, s);
+}
+
+}  // namespace ruccl::mpi_layer

@@ -1,0 +1,125 @@
+// The layer's one piece of process-global state (internal to src/mpi_layer).
+//
+// A PMPI layer has no object to hang state on: MPI_Allreduce is a C function
+// the application calls. So the layer keeps exactly one Registry, created at
+// its first use (after MPI_Init) and emptied at MPI_Finalize, holding:
+//   - the settings, read once from the environment (RUCCL_MPI, RUCCL_MPI_COLLS,
+//     and ruccl's own Config::from_env for the communicators it creates);
+//   - per collective, how many calls were routed and why the others fell back;
+//   - the attribute key under which each MPI communicator caches its ruccl
+//     communicator (a Route), and the list of live Routes, so MPI_Finalize can
+//     free every one of them;
+//   - one MPI error class per ruccl ErrorCode (MPI_Add_error_class), whose
+//     string is set to ruccl's message before the error handler is called.
+//
+// Threads. Under MPI_THREAD_MULTIPLE nothing is routed (concurrent collectives
+// on one communicator would race in ruccl's per-communicator sequence); under
+// SINGLE, FUNNELED and SERIALIZED, MPI calls never overlap, which is what the
+// Routes rely on. Counters are relaxed atomics; the Route list has a mutex.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ruccl/communicator.hpp"
+#include "ruccl/config.hpp"
+
+namespace ruccl::mpi_layer {
+
+enum class Coll : std::uint8_t {
+  kAllreduce,
+  kReduce,
+  kBcast,
+  kAllgather,
+  kReduceScatterBlock,
+  kReduceScatter,
+  kAlltoall,
+  kAlltoallv,
+  kBarrier
+};
+inline constexpr std::size_t kColls = 9;
+std::string_view coll_name(Coll c) noexcept;  // "MPI_Allreduce", ...
+
+// Why a call went where it went.
+enum class Why : std::uint8_t {
+  kRouted,          // through ruccl
+  kDisabled,        // RUCCL_MPI=0 (or an unusable RUCCL_* setting)
+  kNotChosen,       // not in RUCCL_MPI_COLLS
+  kThreadMultiple,  // MPI_THREAD_MULTIPLE
+  kDatatype,        // not a predefined contiguous datatype the layer maps
+  kOp,              // user op, MAXLOC/MINLOC, or an op this datatype cannot take here
+  kIntercomm,       // an intercommunicator
+  kCreateFailed,    // creating the ruccl communicator failed (every process of it)
+  kRankOrder,       // ruccl orders the ranks by node differently from MPI
+  kArgument,        // a negative count or a bad root: MPI reports it
+};
+inline constexpr std::size_t kWhys = 10;
+std::string_view why_name(Why w) noexcept;
+
+// A ruccl communicator serving one MPI communicator (or the reason it cannot).
+struct Route {
+  MPI_Comm mpi = MPI_COMM_NULL;           // the MPI communicator it serves
+  std::shared_ptr<Communicator> comm;     // null when `failed`
+  std::size_t rank = 0, size = 0;         // this process's ruccl rank; world size
+  std::vector<std::size_t> ruccl_of_mpi;  // ruccl rank of each MPI rank
+  bool identity = true;                   // ruccl_of_mpi[r] == r for every r
+  Why failed = Why::kRouted;              // kRouted: usable
+};
+
+class Registry {
+ public:
+  // The one registry (created at first use; see the header comment).
+  static Registry& get();
+
+  bool enabled(Coll c) const noexcept { return enabled_[static_cast<std::size_t>(c)]; }
+  Why blocked() const noexcept { return blocked_; }  // kRouted when the layer may route
+  void count(Coll c, Why w) noexcept {
+    counts_[static_cast<std::size_t>(c)][static_cast<std::size_t>(w)].fetch_add(
+        1, std::memory_order_relaxed);
+  }
+
+  // The Route of `comm`, created (collectively over `comm`) at the first call.
+  // Never null; a Route that cannot serve says why in `failed`.
+  Route* route(MPI_Comm comm);
+
+  // Reports `s` through `comm`'s error handler and returns the MPI error code
+  // to return (ruccl's code for s.code(); its string is ruccl's message).
+  int fail(MPI_Comm comm, Coll c, const Status& s);
+
+  // MPI_Finalize: prints the counts (RUCCL_DEBUG=INFO or more), frees every
+  // Route and the attribute key. MPI calls still work.
+  void finalize();
+
+  // The attribute's delete callback (MPI_Comm_free, and finalize()).
+  void drop(Route* route) noexcept;
+
+ private:
+  Registry();
+  Route* create(MPI_Comm comm);
+  int error_code(ErrorCode code);
+
+  Config config_;
+  Why blocked_ = Why::kRouted;
+  std::array<bool, kColls> enabled_{};
+  std::array<std::array<std::atomic<std::uint64_t>, kWhys>, kColls> counts_{};
+  int keyval_ = MPI_KEYVAL_INVALID;
+  Route* world_ = nullptr;  // MPI_COMM_WORLD's, looked up without an attribute
+  std::mutex mutex_;        // guards routes_
+  std::list<std::unique_ptr<Route>> routes_;
+  struct ErrorSlot {
+    int error_class = 0, code = 0;  // 0: not created yet
+  };
+  std::array<ErrorSlot, static_cast<std::size_t>(kLastErrorCode) + 1> errors_{};
+  int mpi_rank_ = 0;
+};
+
+}  // namespace ruccl::mpi_layer

@@ -1,0 +1,99 @@
+"""mpi4py under the ruccl layer: the routed collectives over numpy buffers, in
+place and not, several dtypes and ops, on COMM_WORLD, a dup, a split and
+COMM_SELF, checked against numpy. mpi4py initialises MPI at
+MPI_THREAD_SERIALIZED here; with the argument "multiple" at its default,
+MPI_THREAD_MULTIPLE, under which the layer routes nothing. Prints "mpi4py: OK"."""
+import sys
+
+import mpi4py
+
+mpi4py.rc.thread_level = "multiple" if sys.argv[1:] == ["multiple"] else "serialized"
+from mpi4py import MPI  # noqa: E402
+import numpy as np  # noqa: E402
+
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+
+
+def inputs(rank, n, dtype):
+    return ((np.arange(n) * 3 + rank * 7) % 23 - 11).astype(dtype)
+
+
+def run(comm, name):
+    rank, size = comm.Get_rank(), comm.Get_size()
+    n = 513
+    every = [inputs(r, n, np.float64) for r in range(size)]
+    for dtype in (np.float32, np.float64, np.int32, np.int64):
+        x = inputs(rank, n, dtype)
+        for op, fold in ((MPI.SUM, np.add), (MPI.MAX, np.maximum), (MPI.MIN, np.minimum)):
+            want = fold.reduce([e.astype(dtype) for e in every])
+            out = np.empty_like(x)
+            comm.Allreduce(x, out, op=op)
+            check(np.array_equal(out, want), f"{name} Allreduce {dtype.__name__} {op}")
+            y = x.copy()
+            comm.Allreduce(MPI.IN_PLACE, y, op=op)
+            check(np.array_equal(y, want), f"{name} Allreduce in place {dtype.__name__}")
+    u = (np.arange(n, dtype=np.uint64) * 0x9E3779B97F4A7C15) ^ np.uint64(rank)
+    for op, fold in ((MPI.BAND, np.bitwise_and), (MPI.BOR, np.bitwise_or),
+                     (MPI.BXOR, np.bitwise_xor)):
+        want = fold.reduce([(np.arange(n, dtype=np.uint64) * 0x9E3779B97F4A7C15) ^ np.uint64(r)
+                            for r in range(size)])
+        out = np.empty_like(u)
+        comm.Allreduce(u, out, op=op)
+        check(np.array_equal(out, want), f"{name} Allreduce uint64 {op}")
+    x = inputs(rank, n, np.float64)
+    out = np.zeros(n)
+    comm.Reduce(x, out if rank == 0 else None, op=MPI.SUM, root=0)
+    if rank == 0:
+        check(np.array_equal(out, np.sum(every, axis=0)), f"{name} Reduce")
+    b = inputs(5, n, np.int32) if rank == size - 1 else np.zeros(n, np.int32)
+    comm.Bcast(b, root=size - 1)
+    check(np.array_equal(b, inputs(5, n, np.int32)), f"{name} Bcast")
+    g = np.empty(n * size, np.float32)
+    comm.Allgather(inputs(rank, n, np.float32), g)
+    check(np.array_equal(g, np.concatenate([inputs(r, n, np.float32) for r in range(size)])),
+          f"{name} Allgather")
+    s = np.arange(n * size, dtype=np.int64) + rank
+    rs = np.empty(n, np.int64)
+    comm.Reduce_scatter_block(s, rs, op=MPI.SUM)
+    want = sum(np.arange(n * size, dtype=np.int64) + r for r in range(size))
+    check(np.array_equal(rs, want[rank * n:(rank + 1) * n]), f"{name} Reduce_scatter_block")
+    a = np.array([rank * 100 + d for d in range(size)], np.int32)
+    t = np.empty(size, np.int32)
+    comm.Alltoall(a, t)
+    check(np.array_equal(t, np.array([s * 100 + rank for s in range(size)], np.int32)),
+          f"{name} Alltoall")
+    counts = [r + 1 for r in range(size)]
+    send = np.concatenate([np.full(d + 1, rank * 100 + d, np.int32) for d in range(size)])
+    recv = np.empty((rank + 1) * size, np.int32)
+    comm.Alltoallv([send, counts], [recv, [rank + 1] * size])
+    check(np.array_equal(recv, np.repeat(np.array([s * 100 + rank for s in range(size)],
+                                                  np.int32), rank + 1)), f"{name} Alltoallv")
+    rc = [r + 2 for r in range(size)]
+    v = np.arange(sum(rc), dtype=np.float64) + rank
+    part = np.empty(rc[rank])
+    comm.Reduce_scatter(v, part, recvcounts=rc, op=MPI.SUM)
+    whole = sum(np.arange(sum(rc), dtype=np.float64) + r for r in range(size))
+    check(np.array_equal(part, whole[sum(rc[:rank]):sum(rc[:rank + 1])]), f"{name} Reduce_scatter")
+    comm.Barrier()
+
+
+world = MPI.COMM_WORLD
+run(world, "COMM_WORLD")
+dup = world.Dup()
+run(dup, "dup")
+split = world.Split(world.Get_rank() % 2, world.Get_rank())
+run(split, "split")
+run(MPI.COMM_SELF, "COMM_SELF")
+split.Free()
+dup.Free()
+bad = world.allreduce(len(failures))
+if failures:
+    print(f"rank {world.Get_rank()}: {failures[:5]}", file=sys.stderr)
+if world.Get_rank() == 0:
+    print("mpi4py: OK" if bad == 0 else f"mpi4py: {bad} FAILED")
+sys.exit(0 if bad == 0 else 1)
