@@ -64,6 +64,10 @@ class Config {
   Config& with_log_file(std::string pattern) { log_file_ = std::move(pattern); return *this; }
   Config& with_trace_file(std::string pattern) { trace_file_ = std::move(pattern); return *this; }
   Config& with_intra_node_shared_memory(bool on) { intra_node_shm_ = on; return *this; }
+  Config& with_node_single_copy(bool on) {
+    node_single_copy_ = on;
+    return *this;
+  }
   Config& with_fault(std::string spec) { fault_ = std::move(spec); return *this; }
   Config& with_flight_recorder(std::size_t entries) { flight_recorder_ = entries; return *this; }
   Config& with_flight_recorder_signal(bool on) { flight_recorder_signal_ = on; return *this; }
@@ -92,13 +96,17 @@ class Config {
   // communicator is destroyed; %r = global rank, %h = host, %p = pid (without %r, ".rank<R>"
   // is appended so that ranks never share a file).
   const std::string& trace_file() const { return trace_file_; }
-  // Between processes of one node (RUCCL_INTRA_NODE_TRANSPORT): true (shm, the
-  // default): UCX may use shared memory (sysv/posix + cma), but a crashed
-  // process on the same node surfaces as kTimeout at the deadline; false (tcp):
-  // UCX peer-failure detection on every endpoint, which UCX 1.13 serves only
-  // over tcp (loopback): a dead peer is kPeerFailure at once, small messages
-  // take about 4x longer.
+  // Between processes of one node (RUCCL_INTRA_NODE_TRANSPORT): true (shm or
+  // shm-copy; shm is the default): the node's shared segment (src/node) carries
+  // fingerprints, small collectives and, when the world is one node, the data
+  // of larger ones; a dead process of the node is found through its pidfd;
+  // false (tcp): every byte over UCX, with UCX's peer-failure detection on
+  // every endpoint (tcp over loopback in UCX 1.13).
   bool intra_node_shared_memory() const { return intra_node_shm_; }
+  // Large messages between host buffers of one node: true (shm, the default):
+  // the receiver reads the sender's buffer itself (one copy, process_vm_readv,
+  // where the kernel lets it); false (shm-copy): through the segment (two copies).
+  bool node_single_copy() const { return node_single_copy_; }
   // Fault injection plan (RUCCL_FAULT), for testing failure paths; empty: none.
   // Grammar (src/core/fault.hpp): faults separated by ';', each
   // "kind:key=value,...", e.g. "stall:rank=1,seq=3,ms=2000",
@@ -151,6 +159,7 @@ class Config {
   std::string log_file_;
   std::string trace_file_;
   bool intra_node_shm_ = true;
+  bool node_single_copy_ = true;
   std::string fault_;
   std::size_t flight_recorder_ = kDefaultFlightRecorder;
   bool flight_recorder_signal_ = true;

@@ -93,9 +93,10 @@ Result<Config> Config::from_env(Config base) {
   }
   if (const char* v = std::getenv("RUCCL_INTRA_NODE_TRANSPORT")) {
     const std::string s = v;
-    if (s == "shm") c.intra_node_shm_ = true;
+    c.node_single_copy_ = s != "shm-copy";
+    if (s == "shm" || s == "shm-copy") c.intra_node_shm_ = true;
     else if (s == "tcp") c.intra_node_shm_ = false;
-    else return bad_env("RUCCL_INTRA_NODE_TRANSPORT", s, "shm or tcp");
+    else return bad_env("RUCCL_INTRA_NODE_TRANSPORT", s, "shm, shm-copy or tcp");
   }
   if (const char* v = std::getenv("RUCCL_DEBUG")) {
     std::string s = v;
@@ -167,6 +168,8 @@ std::string Config::difference(const Config& other) const {
     out += std::string(out.empty() ? "" : ", ") + "trace_file differs";
   field("intra_node_shared_memory", static_cast<int>(intra_node_shm_),
         static_cast<int>(other.intra_node_shm_));
+  field("node_single_copy", static_cast<int>(node_single_copy_),
+        static_cast<int>(other.node_single_copy_));
   if (algorithm_ != other.algorithm_)
     out += std::string(out.empty() ? "" : ", ") + "algorithm differs";
   if (fault_ != other.fault_) out += std::string(out.empty() ? "" : ", ") + "fault differs";

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,7 +20,10 @@ namespace {
 constexpr std::uint64_t kMagic = 0x72756363'6c6e6f64ull;  // "ruccl" "nod"
 constexpr std::uint64_t kVersion = 1;
 constexpr std::size_t kControlBytes = 256;
+// A process: its pid, the address (in its own mapping) of that pid field, and
+// whether it can read the other processes' memory (watch_processes).
 constexpr std::size_t kProcessBytes = 64;
+constexpr std::size_t kPidAt = 0, kPidAddressAt = 8, kReadsAt = 16;
 constexpr std::size_t kNoticeBytes = 512;
 // A slot: its flag (seq + 1) and length, then the message in the same cache
 // line (a small message travels in one or two lines with its flag).
@@ -30,7 +34,8 @@ std::size_t round_up(std::size_t n) { return (n + 63) / 64 * 64; }
 
 // Control block fields (offsets into the segment).
 constexpr std::size_t kMagicAt = 0, kVersionAt = 8, kTagAt = 16, kBytesAt = 32, kRanksAt = 40,
-                      kProcessesAt = 48, kSlotBytesAt = 56, kLeanBytesAt = 96;
+                      kProcessesAt = 48, kSlotBytesAt = 56, kLeanBytesAt = 96,
+                      kChannelSlotsAt = 104, kChannelPieceAt = 112;
 constexpr std::size_t kBellAt = 64, kSleepersAt = 68;  // futex word, waiters asleep
 constexpr std::size_t kNoticesAt = 128;                // notices posted
 
@@ -54,8 +59,15 @@ inline void cpu_relax() {
 #endif
 }
 
+// A channel: the producer's counter (pieces written) in one cache line, the
+// consumer's (pieces released) in the next, then its slots, each a 64-byte
+// header (piece number, bytes) and the piece.
+constexpr std::size_t kChannelControl = 128;
+constexpr std::size_t kPieceHeader = 64;
+
 struct Layout {
-  std::size_t processes_at, notices_at, slots_at, full_stride, lean_stride, rank_stride, total;
+  std::size_t processes_at, notices_at, slots_at, full_stride, lean_stride, rank_stride,
+      channels_at, piece_stride, channel_stride, total;
 };
 Layout layout_of(const MailboxShape& s) {
   Layout l{};
@@ -65,13 +77,24 @@ Layout layout_of(const MailboxShape& s) {
   l.full_stride = round_up(kSlotHeader + s.slot_bytes);
   l.lean_stride = round_up(kSlotHeader + s.lean_bytes);
   l.rank_stride = 2 * (l.full_stride + l.lean_stride);
-  l.total = l.slots_at + s.ranks * l.rank_stride;
+  l.channels_at = l.slots_at + s.ranks * l.rank_stride;
+  l.piece_stride = kPieceHeader + round_up(s.channel_piece);
+  l.channel_stride = s.channel_slots == 0 ? 0 : kChannelControl + s.channel_slots * l.piece_stride;
+  const std::size_t pairs = s.ranks < 2 ? 0 : s.ranks * (s.ranks - 1);
+  l.total = l.channels_at + pairs * l.channel_stride;
   return l;
 }
 
 }  // namespace
 
 std::size_t segment_bytes(const MailboxShape& shape) { return layout_of(shape).total; }
+
+std::size_t channel_piece_for(std::size_t ranks) {
+  constexpr std::size_t kPage = 4096;
+  const std::size_t pairs = ranks < 2 ? 1 : ranks * (ranks - 1);
+  const std::size_t fit = kChannelBound / (pairs * kChannelSlots) / kPage * kPage;
+  return std::clamp(fit, kPage, kChannelPiece);
+}
 
 void Mailbox::lay_out(Segment& segment, const MailboxShape& shape, const Tag& tag) {
   std::byte* b = segment.data();
@@ -83,6 +106,8 @@ void Mailbox::lay_out(Segment& segment, const MailboxShape& shape, const Tag& ta
   put(kProcessesAt, shape.processes);
   put(kSlotBytesAt, shape.slot_bytes);
   put(kLeanBytesAt, shape.lean_bytes);
+  put(kChannelSlotsAt, shape.channel_slots);
+  put(kChannelPieceAt, shape.channel_piece);
   atomic_at<std::uint64_t>(b + kMagicAt).store(kMagic, std::memory_order_release);
 }
 
@@ -108,14 +133,20 @@ Result<Mailbox> Mailbox::attach(Segment segment, const MailboxShape& shape, cons
     return bad("carries another job's tag: it belongs to another job");
   if (get(kBytesAt) != l.total || get(kRanksAt) != shape.ranks ||
       get(kProcessesAt) != shape.processes || get(kSlotBytesAt) != shape.slot_bytes ||
-      get(kLeanBytesAt) != shape.lean_bytes)
+      get(kLeanBytesAt) != shape.lean_bytes || get(kChannelSlotsAt) != shape.channel_slots ||
+      get(kChannelPieceAt) != shape.channel_piece)
     return bad("was laid out for another shape");
-  atomic_at<std::int64_t>(b + l.processes_at + process * kProcessBytes)
+  std::byte* mine = b + l.processes_at + process * kProcessBytes;
+  const auto address = reinterpret_cast<std::uintptr_t>(mine + kPidAt);
+  std::memcpy(mine + kPidAddressAt, &address, sizeof address);
+  atomic_at<std::int64_t>(mine + kPidAt)
       .store(static_cast<std::int64_t>(::getpid()), std::memory_order_release);
-  return Mailbox(std::move(segment), shape, abort);
+  Mailbox box(std::move(segment), shape, abort);
+  box.process_ = process;
+  return box;
 }
 
-Status Mailbox::watch_processes() {
+Status Mailbox::watch_processes(bool single_copy) {
   const Layout l = layout_of(shape_);
   pids_.assign(shape_.processes, 0);
   pidfds_.clear();
@@ -130,6 +161,24 @@ Status Mailbox::watch_processes() {
     pidfds_.emplace_back(
         pids_[p] == ::getpid() ? -1 : static_cast<int>(syscall(SYS_pidfd_open, pids_[p], 0)));
   }
+  // Reads each other process's pid where it says it keeps it: a kernel that
+  // refuses (ptrace scope, seccomp, another user) leaves the copies through
+  // the segment.
+  bool reads = single_copy;
+  for (std::size_t p = 0; p < shape_.processes && reads; ++p) {
+    if (p == process_) continue;
+    const std::byte* block = at(l.processes_at + p * kProcessBytes);
+    std::uint64_t address = 0;
+    std::int64_t pid = 0;
+    std::memcpy(&address, block + kPidAddressAt, sizeof address);
+    iovec local{&pid, sizeof pid};
+    iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), sizeof pid};
+    reads = ::process_vm_readv(pids_[p], &local, 1, &remote, 1, 0) ==
+                static_cast<ssize_t>(sizeof pid) &&
+            pid == pids_[p];
+  }
+  atomic_at<std::uint32_t>(at(l.processes_at + process_ * kProcessBytes + kReadsAt))
+      .store(reads ? 1 : 0, std::memory_order_release);
   return Status::ok();
 }
 
@@ -223,13 +272,187 @@ Status Mailbox::alive(std::size_t rank) const {
   return Status(ErrorCode::kPeerFailure, name(rank) + " died: its process exited");
 }
 
+// ---- Channels ----
+std::byte* Mailbox::channel_at(std::size_t from, std::size_t to) const {
+  const Layout l = layout_of(shape_);
+  const std::size_t pair = from * (shape_.ranks - 1) + (to < from ? to : to - 1);
+  return at(l.channels_at + pair * l.channel_stride);
+}
+
+std::uint64_t Mailbox::written(std::size_t from, std::size_t to) const {
+  return atomic_at<std::uint64_t>(channel_at(from, to)).load(std::memory_order_relaxed);
+}
+std::uint64_t Mailbox::consumed(std::size_t from, std::size_t to) const {
+  return atomic_at<std::uint64_t>(channel_at(from, to) + 64).load(std::memory_order_acquire);
+}
+
+bool Mailbox::writable(std::size_t from, std::size_t to, std::uint64_t piece) const {
+  return piece -
+             atomic_at<std::uint64_t>(channel_at(from, to) + 64).load(std::memory_order_acquire) <
+         shape_.channel_slots;
+}
+
+std::span<std::byte> Mailbox::piece_slot(std::size_t from, std::size_t to,
+                                         std::uint64_t piece) const {
+  const Layout l = layout_of(shape_);
+  std::byte* slot =
+      channel_at(from, to) + kChannelControl + (piece % shape_.channel_slots) * l.piece_stride;
+  return {slot + kPieceHeader, shape_.channel_piece};
+}
+
+void Mailbox::publish_piece(std::size_t from, std::size_t to, std::uint64_t piece,
+                            std::size_t bytes, std::uint64_t address) {
+  std::byte* data = piece_slot(from, to, piece).data();
+  const std::uint64_t head[3] = {piece, bytes, address};
+  std::memcpy(data - kPieceHeader, head, sizeof head);
+  atomic_at<std::uint64_t>(channel_at(from, to)).store(piece + 1, std::memory_order_seq_cst);
+  ring();
+}
+
+Result<Mailbox::Piece> Mailbox::readable(std::size_t from, std::size_t to, std::uint64_t piece,
+                                         std::size_t bytes) const {
+  if (atomic_at<std::uint64_t>(channel_at(from, to)).load(std::memory_order_acquire) <= piece)
+    return Piece{};
+  const std::span<std::byte> slot = piece_slot(from, to, piece);
+  std::uint64_t head[3] = {0, 0, 0};
+  std::memcpy(head, slot.data() - kPieceHeader, sizeof head);
+  if (head[0] != piece || head[1] != bytes || (head[2] == 0 && bytes > slot.size()))
+    return Status(ErrorCode::kProtocolError,
+                  name(from) + " wrote piece " + std::to_string(head[0]) + " of " +
+                      std::to_string(head[1]) + " bytes where this rank expected piece " +
+                      std::to_string(piece) + " of " + std::to_string(bytes) +
+                      " bytes (the ranks disagree on the collective's messages)");
+  if (head[2] != 0) return Piece{true, {}, head[2]};
+  return Piece{true, std::span<const std::byte>(slot.data(), bytes), 0};
+}
+
+bool Mailbox::reads_directly(std::size_t rank) const {
+  const Layout l = layout_of(shape_);
+  const std::size_t p = rank / shape_.per_process;
+  return p < shape_.processes &&
+         atomic_at<std::uint32_t>(at(l.processes_at + p * kProcessBytes + kReadsAt))
+                 .load(std::memory_order_acquire) == 1;
+}
+
+// The flags of a withdrawal: `closed` in the producer's line of the channel,
+// `reading` in the consumer's. The consumer raises `reading`, then checks
+// `closed`; the producer raises `closed`, then waits for `reading` to fall:
+// with seq_cst on both sides, either the consumer sees `closed` or the
+// producer sees its read (Dekker).
+constexpr std::size_t kClosedAt = 8, kReadingAt = 64 + 8;
+
+void Mailbox::withdraw(std::size_t from, std::size_t to) {
+  std::byte* c = channel_at(from, to);
+  atomic_at<std::uint32_t>(c + kClosedAt).store(1, std::memory_order_seq_cst);
+  auto next_check = Clock::now() + kLivenessPeriod;
+  while (atomic_at<std::uint32_t>(c + kReadingAt).load(std::memory_order_seq_cst) != 0) {
+    std::this_thread::yield();  // a read takes microseconds
+    if (Clock::now() >= next_check) {
+      if (!alive(to).is_ok()) return;  // a dead process reads nothing
+      next_check = Clock::now() + kLivenessPeriod;
+    }
+  }
+}
+
+Status Mailbox::read_from(std::size_t from, std::size_t to, std::uint64_t address, void* dst,
+                          std::size_t bytes, Clock::time_point deadline) {
+  const std::size_t p = from / shape_.per_process;
+  if (p >= pids_.size()) return Status(ErrorCode::kInternal, "read_from: no such process");
+  std::byte* c = channel_at(from, to);
+  auto reading = atomic_at<std::uint32_t>(c + kReadingAt);
+  reading.store(1, std::memory_order_seq_cst);
+  if (atomic_at<std::uint32_t>(c + kClosedAt).load(std::memory_order_seq_cst) != 0) {
+    reading.store(0, std::memory_order_seq_cst);
+    // Its step failed: the notice that says why follows (or came already).
+    const std::size_t watch[1] = {from};
+    const Status s = await(
+        watch, deadline, [] { return false; },
+        [&] { return "the failure notice of " + name(from) + ", which withdrew its pieces"; });
+    return s.is_ok() ? Status(ErrorCode::kInternal, name(from) + " withdrew its pieces") : s;
+  }
+  const Status read = [&]() -> Status {
+    auto* out = static_cast<std::byte*>(dst);
+    std::size_t done = 0;
+    while (done < bytes) {
+      iovec local{out + done, bytes - done};
+      iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address + done)),
+                   bytes - done};
+      const ssize_t n = ::process_vm_readv(pids_[p], &local, 1, &remote, 1, 0);
+      if (n <= 0) {
+        const int err = n < 0 ? errno : EFAULT;
+        if (err == EINTR) continue;
+        if (err == ESRCH)
+          return Status(ErrorCode::kPeerFailure, name(from) + " died: its process exited");
+        return Status(ErrorCode::kProtocolError,
+                      "reading " + std::to_string(bytes) + " bytes of " + name(from) +
+                          "'s memory at the address it published: " + std::strerror(err));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    return Status::ok();
+  }();
+  reading.store(0, std::memory_order_seq_cst);
+  return read;
+}
+
+void Mailbox::release_piece(std::size_t from, std::size_t to, std::uint64_t piece) {
+  atomic_at<std::uint64_t>(channel_at(from, to) + 64).store(piece + 1, std::memory_order_seq_cst);
+  ring();
+}
+
+Status Mailbox::wait_until(std::span<const std::size_t> watch, Clock::time_point deadline,
+                           Waiting& waiting) {
+  auto notices = atomic_at<std::uint32_t>(at(kNoticesAt));
+  auto bell = atomic_at<std::uint32_t>(at(kBellAt));
+  auto sleepers = atomic_at<std::uint32_t>(at(kSleepersAt));
+  // A notice fails every wait, also one whose message is there: the mailbox
+  // stays failed, like a transport that received a notice.
+  for (int spin = 0; spin < 256; ++spin) {
+    if (notices.load(std::memory_order_relaxed) != 0) break;
+    if (waiting.ready()) return Status::ok();
+    cpu_relax();
+  }
+  const auto start = Clock::now();
+  auto next_check = start;
+  for (;;) {
+    if (notices.load(std::memory_order_acquire) != 0)
+      if (Status n = notice(); !n.is_ok()) return n;
+    if (waiting.ready()) return Status::ok();
+    if (abort_ != nullptr && abort_->load(std::memory_order_acquire))
+      return Status(ErrorCode::kAborted, "aborted while waiting for " + waiting.what());
+    const auto now = Clock::now();
+    if (now >= next_check) {
+      for (std::size_t rank : watch)
+        if (Status a = alive(rank); !a.is_ok()) return a;
+      next_check = now + kLivenessPeriod;
+    }
+    if (now >= deadline)
+      return Status(
+          ErrorCode::kTimeout,
+          "waiting for " + waiting.what() + ": timed out after " +
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()) +
+              " ms");
+    if (now - start < std::chrono::microseconds(50)) {
+      std::this_thread::yield();
+      continue;
+    }
+    // Sleep until the next publish or notice, the next liveness check, the
+    // deadline, or 1 ms (the abort flag is not rung).
+    const std::uint32_t b = bell.load(std::memory_order_seq_cst);
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    if (!waiting.ready() && notices.load(std::memory_order_seq_cst) == 0)
+      futex_wait(reinterpret_cast<std::uint32_t*>(at(kBellAt)), b,
+                 std::min<Clock::duration>(
+                     {deadline - now, next_check - now, std::chrono::milliseconds(1)}));
+    sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
 Result<Mailbox::Message> Mailbox::wait(std::size_t rank, std::uint64_t seq,
                                        Clock::time_point deadline, Lane lane) {
   std::byte* full = slot_at(rank, seq, Lane::kFull);
   std::byte* lean = lane == Lane::kLean ? slot_at(rank, seq, Lane::kLean) : nullptr;
-  auto notices = atomic_at<std::uint32_t>(at(kNoticesAt));
-  auto bell = atomic_at<std::uint32_t>(at(kBellAt));
-  auto sleepers = atomic_at<std::uint32_t>(at(kSleepersAt));
   // The slot holding `seq`, if any (the full lane first).
   const auto ready = [&]() -> std::byte* {
     if (atomic_at<std::uint64_t>(full).load(std::memory_order_seq_cst) == seq + 1) return full;
@@ -248,48 +471,14 @@ Result<Mailbox::Message> Mailbox::wait(std::size_t rank, std::uint64_t seq,
     return Message{s == full ? Lane::kFull : Lane::kLean,
                    std::span<const std::byte>(s + kSlotHeader, bytes)};
   };
-  // A notice fails every wait, also one whose message is there: the mailbox
-  // stays failed, like a transport that received a notice.
-  for (int spin = 0; spin < 256; ++spin) {
-    if (notices.load(std::memory_order_relaxed) != 0) break;
-    if (std::byte* s = ready()) return message(s);
-    cpu_relax();
-  }
-  const auto start = Clock::now();
-  auto next_check = start;
-  for (;;) {
-    if (notices.load(std::memory_order_acquire) != 0)
-      if (Status n = notice(); !n.is_ok()) return n;
-    if (std::byte* s = ready()) return message(s);
-    if (abort_ != nullptr && abort_->load(std::memory_order_acquire))
-      return Status(ErrorCode::kAborted, "aborted while waiting for " + name(rank));
-    const auto now = Clock::now();
-    if (now >= next_check) {
-      if (Status a = alive(rank); !a.is_ok()) return a;
-      next_check = now + kLivenessPeriod;
-    }
-    if (now >= deadline)
-      return Status(
-          ErrorCode::kTimeout,
-          "waiting for " + name(rank) + "'s message of collective #" + std::to_string(seq) +
-              " on the node's shared memory: timed out after " +
-              std::to_string(
-                  std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()) +
-              " ms");
-    if (now - start < std::chrono::microseconds(50)) {
-      std::this_thread::yield();
-      continue;
-    }
-    // Sleep until the next publish or notice, the next liveness check, the
-    // deadline, or 1 ms (the abort flag is not rung).
-    const std::uint32_t b = bell.load(std::memory_order_seq_cst);
-    sleepers.fetch_add(1, std::memory_order_seq_cst);
-    if (ready() == nullptr && notices.load(std::memory_order_seq_cst) == 0)
-      futex_wait(reinterpret_cast<std::uint32_t*>(at(kBellAt)), b,
-                 std::min<Clock::duration>(
-                     {deadline - now, next_check - now, std::chrono::milliseconds(1)}));
-    sleepers.fetch_sub(1, std::memory_order_seq_cst);
-  }
+  std::byte* got = nullptr;
+  const std::size_t watch[1] = {rank};
+  const auto poll = [&] { return (got = ready()) != nullptr; };
+  RUCCL_TRY(await(watch, deadline, poll, [&] {
+    return name(rank) + "'s message of collective #" + std::to_string(seq) +
+           " on the node's shared memory";
+  }));
+  return message(got);
 }
 
 }  // namespace ruccl::node

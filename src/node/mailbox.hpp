@@ -54,12 +54,27 @@ struct MailboxShape {
   std::size_t lean_bytes = 0;     // ... of one lean-lane slot
   std::size_t first = 0;          // global rank of the node's rank 0 (errors name global ranks)
   std::size_t first_process = 0;  // world process index of the node's process 0
+  // The channels (bulk data of larger collectives, node_run.hpp): one per
+  // ordered pair of node ranks, `channel_slots` pieces of `channel_piece`
+  // bytes in flight each. 0 slots: none.
+  std::size_t channel_slots = 0;
+  std::size_t channel_piece = 0;
 };
+
+// The channel geometry for `ranks` node ranks: kChannelSlots pieces of at
+// most kChannelPiece bytes per ordered pair, the piece cut (to a multiple of
+// 4 KiB, at least 4 KiB) so that all channels together stay within
+// kChannelBound bytes.
+inline constexpr std::size_t kChannelSlots = 4;
+inline constexpr std::size_t kChannelPiece = std::size_t{256} << 10;
+inline constexpr std::size_t kChannelBound = std::size_t{64} << 20;
+std::size_t channel_piece_for(std::size_t ranks);
 
 // Bytes of the segment for `shape`: a 256-byte control block, 64 bytes per
 // process, 512 per rank's notice, and per rank 2 parities x (64 + slot_bytes
 // rounded up to 64) on the full lane and 2 x (64 + lean_bytes, rounded) on
-// the lean one.
+// the lean one; then per ordered pair of ranks a channel of 128 bytes of
+// counters and channel_slots x (64 + channel_piece rounded up to 64).
 std::size_t segment_bytes(const MailboxShape& shape);
 
 class Mailbox {
@@ -74,7 +89,10 @@ class Mailbox {
   static Result<Mailbox> attach(Segment segment, const MailboxShape& shape, const Tag& tag,
                                 std::size_t process, const std::atomic<bool>* abort);
   // After every process attached: the pids of the others, watched (pidfd).
-  Status watch_processes();
+  // `single_copy`: this process tries to read every other's memory
+  // (process_vm_readv of a word it published) and says whether it can
+  // (reads_directly).
+  Status watch_processes(bool single_copy);
 
   Mailbox(Mailbox&&) noexcept = default;
   Mailbox& operator=(Mailbox&&) noexcept = default;
@@ -97,6 +115,54 @@ class Mailbox {
   };
   Result<Message> wait(std::size_t rank, std::uint64_t seq, Clock::time_point deadline,
                        Lane lane = Lane::kFull);
+  // ---- Channels: node rank `from` to node rank `to` (from != to), one
+  // producer and one consumer; pieces are numbered from 0 over the
+  // communicator's life, piece i in slot i % channel_slots.
+  // The next piece the producer writes / the consumer reads.
+  std::uint64_t written(std::size_t from, std::size_t to) const;
+  std::uint64_t consumed(std::size_t from, std::size_t to) const;
+  // Producer: whether piece `piece` has a free slot; the slot (channel_piece
+  // bytes); publishing `bytes` of it, or (address != 0) a piece that stays in
+  // the producer's memory at `address`, for the consumer to read itself
+  // (read_from) before it releases the slot.
+  bool writable(std::size_t from, std::size_t to, std::uint64_t piece) const;
+  std::span<std::byte> piece_slot(std::size_t from, std::size_t to, std::uint64_t piece) const;
+  void publish_piece(std::size_t from, std::size_t to, std::uint64_t piece, std::size_t bytes,
+                     std::uint64_t address = 0);
+  // Consumer: piece `piece` when published (ready), checked to hold `bytes`
+  // under its number (kProtocolError naming `from` otherwise): in the slot,
+  // or at `address` in the producer's memory; releasing its slot once combined.
+  struct Piece {
+    bool ready = false;
+    std::span<const std::byte> bytes;  // in the slot (address == 0)
+    std::uint64_t address = 0;
+  };
+  Result<Piece> readable(std::size_t from, std::size_t to, std::uint64_t piece,
+                         std::size_t bytes) const;
+  void release_piece(std::size_t from, std::size_t to, std::uint64_t piece);
+  // Whether node rank `rank`'s process can read the memory of every process
+  // of the node (watch_processes). Producers toward it publish addresses only then.
+  bool reads_directly(std::size_t rank) const;
+  // Consumer of channel from -> to: `bytes` at `address` in the memory of
+  // node rank `from`'s process into `dst` (process_vm_readv, also within this
+  // process: a bad address is an error, never a fault), unless the producer
+  // withdrew its addresses (withdraw): then the node's failure notice (waited
+  // for until `deadline`). kPeerFailure when that process is gone.
+  Status read_from(std::size_t from, std::size_t to, std::uint64_t address, void* dst,
+                   std::size_t bytes, Clock::time_point deadline);
+  // Producer of channel from -> to, whose step failed with address pieces not
+  // yet released: no read of its memory starts after this, and none is in
+  // progress when it returns (or the consumer's process died). The channel
+  // stays closed: after a failure the node's mailbox stays failed anyway.
+  void withdraw(std::size_t from, std::size_t to);
+  // Waits until `ready()` holds, like wait(): spin, yield, then the futex;
+  // ends with the notices, the abort flag, the death of a process of the
+  // node ranks in `watch`, or kTimeout at `deadline` (its text: "waiting for
+  // " + what()). Every publish and release rings.
+  template <typename Ready, typename What>
+  Status await(std::span<const std::size_t> watch, Clock::time_point deadline, Ready&& ready,
+               What&& what);
+
   // Posts node rank `rank`'s failure notice of collective `seq` (once per
   // rank; later calls do nothing) and wakes every waiter of the node.
   void notify(std::size_t rank, std::uint64_t seq, const Status& error);
@@ -113,12 +179,35 @@ class Mailbox {
   Status notice() const;
   std::string name(std::size_t rank) const;  // "rank R (process P, pid N)"
   void ring();
+  std::byte* channel_at(std::size_t from, std::size_t to) const;
+  // The waiting of wait() and await(): `ready` is polled; kOk when it held.
+  struct Waiting {
+    virtual bool ready() = 0;
+    virtual std::string what() = 0;
+    virtual ~Waiting() = default;
+  };
+  Status wait_until(std::span<const std::size_t> watch, Clock::time_point deadline,
+                    Waiting& waiting);
 
   Segment segment_;
   MailboxShape shape_;
   const std::atomic<bool>* abort_ = nullptr;
+  std::size_t process_ = 0;       // this process's index on the node
   std::vector<UniqueFd> pidfds_;  // per process of the node (-1: this one, or none)
   std::vector<pid_t> pids_;
 };
+
+template <typename Ready, typename What>
+Status Mailbox::await(std::span<const std::size_t> watch, Clock::time_point deadline, Ready&& ready,
+                      What&& what) {
+  struct W final : Waiting {
+    W(Ready& r, What& w) : r_(r), w_(w) {}
+    bool ready() override { return r_(); }
+    std::string what() override { return w_(); }
+    Ready& r_;
+    What& w_;
+  } w(ready, what);
+  return wait_until(watch, deadline, w);
+}
 
 }  // namespace ruccl::node

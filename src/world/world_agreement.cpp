@@ -25,6 +25,7 @@
 #include "world/delivered_run.hpp"
 #include "world/faulty_transport.hpp"
 #include "world/fingerprint_codec.hpp"
+#include "world/node_run.hpp"
 
 namespace ruccl::world {
 namespace {
@@ -197,7 +198,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         record_bytes_(wire_words(world) * sizeof(std::uint64_t)),
         one_shot_(per_process_),
         lean_(per_process_),
-        staging_(per_process_) {
+        staging_(per_process_),
+        scratch_(per_process_) {
     // Peers on this node skip UCX's failure detection (shared memory): their
     // processes are watched through the node's pidfds instead.
     if (mailbox_)
@@ -440,6 +442,35 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         };
       return o;
     };
+    // Every rank on this node, host or device buffers: the data goes through
+    // the node's channels (NodeRun), not UCX. Drop and corrupt faults model
+    // the wire: they keep UCX.
+    if (node_agreement() && mailbox_->shape().channel_slots > 0 && faulty_.empty()) {
+      const bool across = algorithm == core::Algorithm::kHierarchical;
+      NodeRunOptions o{seq,
+                       elements,
+                       timeout,
+                       across ? local : 0,
+                       across ? per_process_ : 1,
+                       core::describe(seq, kind),
+                       &scratch_[local]};
+      if (logger_.enabled(LogLevel::kTrace))
+        logger_.log(LogLevel::kTrace, first_ + local,
+                    "collective #" + std::to_string(seq) +
+                        ": the node's shared memory (channels of " +
+                        std::to_string(mailbox_->shape().channel_slots) + " x " +
+                        std::to_string(mailbox_->shape().channel_piece) + " bytes), not UCX");
+      auto run = std::make_unique<NodeRun>(*mailbox_, adapter, work, local,
+                                           across ? first_ / per_process_ : first_ + local,
+                                           across ? processes : world_, std::move(o));
+      if (across) {
+        out.across = std::move(run);
+      } else {
+        out.algorithm = core::Algorithm::kFlatRing;
+        out.run = std::move(run);
+      }
+      return out;
+    }
     if (algorithm == core::Algorithm::kHierarchical) {
       transport::TransportRunOptions o = options(kAcrossComm);
       o.peer_base = local;
@@ -570,6 +601,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   std::vector<LeanScratch> lean_;  // per local rank
   // Receive buffers of reduction steps, kept across collectives (per local rank).
   std::vector<std::vector<transport::StagingBuffer>> staging_;
+  std::vector<std::vector<std::byte>> scratch_;  // NodeRun's, per local rank
 };
 
 }  // namespace

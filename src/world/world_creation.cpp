@@ -103,8 +103,9 @@ std::vector<Setting> shared_settings(std::size_t per_process, bool cuda, const C
       {"segment_bytes (RUCCL_SEGMENT_BYTES)", config.segment_bytes(), ErrorCode::kInvalidArgument},
       {"algorithm selection (RUCCL_ALGO; a hash of the string)", fnv1a(config.algorithm()),
        ErrorCode::kInvalidArgument},
-      {"intra-node transport (RUCCL_INTRA_NODE_TRANSPORT; 1 shm, 0 tcp)",
-       config.intra_node_shared_memory() ? 1u : 0u, ErrorCode::kInvalidArgument},
+      {"intra-node transport (RUCCL_INTRA_NODE_TRANSPORT; 1 shm, 2 shm-copy, 0 tcp)",
+       config.intra_node_shared_memory() ? (config.node_single_copy() ? 1u : 2u) : 0u,
+       ErrorCode::kInvalidArgument},
   };
 }
 
@@ -390,6 +391,10 @@ class Creation {
     shape.ranks = shape.processes * per_process_;
     shape.slot_bytes = world::wire_words(world_) * sizeof(std::uint64_t) + kNodeFusedBytes;
     shape.lean_bytes = kNodeLeanHeader + kNodeLeanBytes;
+    if (topo_.nodes == 1) {  // the data of larger collectives too (world::NodeRun)
+      shape.channel_slots = node::kChannelSlots;
+      shape.channel_piece = node::channel_piece_for(shape.ranks);
+    }
     shape.first = node_first * per_process_;
     shape.first_process = node_first;
     const node::Tag tag = segment_tag(token_, node_first);
@@ -455,7 +460,7 @@ class Creation {
     // Every process mapped the segment: the descriptors go (the memory stays
     // until the last process unmaps it).
     mailbox_->close_segment_fd();
-    return mailbox_->watch_processes();
+    return mailbox_->watch_processes(config_.node_single_copy());
   }
 
   // RUCCL_DEBUG=INFO: the world, the memory path, the UCX lanes to each peer.
@@ -475,7 +480,12 @@ class Creation {
                               " bytes (memfd) for " + std::to_string(mailbox_->shape().ranks) +
                               " ranks in " + std::to_string(mailbox_->shape().processes) +
                               " processes; fingerprints and small inputs go through it" +
-                              (topo_.nodes == 1 ? "" : " (not yet: the world spans nodes)")
+                              (topo_.nodes == 1
+                                   ? ", and the data of larger collectives (channels of " +
+                                         std::to_string(mailbox_->shape().channel_slots) + " x " +
+                                         std::to_string(mailbox_->shape().channel_piece) +
+                                         " bytes per pair of ranks)"
+                                   : " (not yet: the world spans nodes)")
                         : std::string("node shared memory: none (one process on the node, "
                                       "RUCCL_INTRA_NODE_TRANSPORT=tcp, or namespaces differ)"));
     // How device buffers meet UCX, and which UCX transports reach each peer

@@ -21,7 +21,11 @@ class WorldFactory final : public CommFactory {
     if (n != world_)
       throw std::runtime_error(name() + ": asked for " + std::to_string(n) +
                                " ranks, the processes make " + std::to_string(world_));
-    Config c = config;
+    // The environment over the test's config: the same bodies run under each
+    // RUCCL_INTRA_NODE_TRANSPORT, with RUCCL_DEBUG (tests/mpi/CMakeLists.txt).
+    auto env = Config::from_env(config);
+    if (!env.is_ok()) throw std::runtime_error("Config::from_env: " + env.status().to_string());
+    Config c = env.value();
     auto comm =
         create_world_communicator(host_devices(per_process_),
                                   c.with_global_strategy(strategy_).with_num_devices(per_process_));

@@ -1,0 +1,203 @@
+#include "world/node_run.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace ruccl::world {
+
+NodeRun::NodeRun(node::Mailbox& box, DeviceAdapter& adapter, Work& work, std::size_t local,
+                 std::size_t rank, std::size_t world, NodeRunOptions options)
+    : box_(box),
+      adapter_(adapter),
+      work_(work),
+      local_(local),
+      rank_(rank),
+      world_(world),
+      me_(options.peer_base + rank * options.peer_stride - box.shape().first),
+      options_(std::move(options)) {
+  piece_elements_ = std::max<std::size_t>(1, box_.shape().channel_piece / dtype_size(work_.dtype));
+}
+
+Status NodeRun::file(std::vector<Stream>& streams, const Transfer& t) {
+  if (t.peer >= world_)
+    return Status(ErrorCode::kInternal,
+                  "a message between rank " + std::to_string(rank_) + " and rank " +
+                      std::to_string(t.peer) + ", outside the group of " + std::to_string(world_));
+  const std::size_t peer = node_rank(t.peer);
+  std::size_t& used = &streams == &outs_ ? outs_used_ : ins_used_;
+  Stream* s = nullptr;
+  for (std::size_t i = 0; i < used; ++i)
+    if (streams[i].node_peer == peer) s = &streams[i];
+  if (s == nullptr) {
+    if (used == streams.size()) streams.emplace_back();
+    s = &streams[used++];
+    s->node_peer = peer;
+    s->messages.clear();
+    s->at = s->done = 0;
+    // Addresses only toward a rank that reads them, of host memory.
+    s->direct = &streams == &outs_ && adapter_.kind() == DeviceKind::kHost &&
+                box_.reads_directly(peer);
+  }
+  s->messages.push_back(&t);
+  return Status::ok();
+}
+
+Status NodeRun::step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
+                     Combine combine) {
+  outs_used_ = ins_used_ = 0;
+  self_.clear();
+  for (const Transfer& t : sends) {
+    if (t.src.count == 0 || t.peer == rank_) continue;  // self: done as a receive
+    // The range comes from a schedule over the agreed plan: one that does not
+    // fit this rank's buffer must not copy the memory behind it to a peer.
+    RUCCL_TRY(core::resolve(work_, t, Combine::kCopy, local_, core::kElsewhere));
+    RUCCL_TRY(file(outs_, t));
+  }
+  for (const Transfer& t : recvs) {
+    if (t.src.count == 0) continue;
+    if (t.peer == rank_) {
+      self_.push_back(Transfer{local_, t.src, t.dst_offset, t.source});
+      continue;
+    }
+    RUCCL_TRY(core::resolve(work_, t, combine, core::kElsewhere, local_));
+    RUCCL_TRY(file(ins_, t));
+  }
+  ++step_;
+  if (!self_.empty()) RUCCL_TRY(core::exchange(adapter_, work_, local_, self_, combine));
+  deadline_ = std::chrono::steady_clock::now() + options_.timeout;
+  const Status status = run(combine, deadline_);
+  if (status) return status;
+  // No peer may read this rank's buffers once the call returns.
+  for (std::size_t i = 0; i < outs_used_; ++i)
+    if (outs_[i].direct &&
+        box_.consumed(me_, outs_[i].node_peer) != box_.written(me_, outs_[i].node_peer))
+      box_.withdraw(me_, outs_[i].node_peer);
+  return status.with_context(
+      (options_.context.empty() ? "collective #" + std::to_string(options_.seq) : options_.context) +
+      " step " + std::to_string(step_ - 1) + " (node shared memory)");
+}
+
+Result<bool> NodeRun::push(Stream& s) {
+  const std::size_t es = dtype_size(work_.dtype);
+  const Queue queue = work_.ranks[local_].queue();
+  bool moved = false;
+  while (s.at < s.messages.size()) {
+    const std::uint64_t piece = box_.written(me_, s.node_peer);
+    if (!box_.writable(me_, s.node_peer, piece)) break;
+    const Transfer& t = *s.messages[s.at];
+    const std::size_t n = std::min(piece_elements_, t.src.count - s.done);
+    auto r = core::resolve(work_, Transfer{t.peer, Range{t.src.offset + s.done, n}, 0, t.source},
+                           Combine::kCopy, local_, core::kElsewhere);
+    RUCCL_TRY(r);
+    if (s.direct) {
+      box_.publish_piece(me_, s.node_peer, piece, n * es,
+                         reinterpret_cast<std::uintptr_t>(r.value().src));
+    } else {
+      RUCCL_TRY(core::completed(
+          adapter_, queue,
+          adapter_.copy(queue, box_.piece_slot(me_, s.node_peer, piece).data(), r.value().src,
+                        n * es)));
+      box_.publish_piece(me_, s.node_peer, piece, n * es);
+    }
+    moved = true;
+    if ((s.done += n) == t.src.count) ++s.at, s.done = 0;
+  }
+  return moved;
+}
+
+Result<bool> NodeRun::pull(Stream& s, Combine combine) {
+  const std::size_t es = dtype_size(work_.dtype);
+  const Queue queue = work_.ranks[local_].queue();
+  bool moved = false;
+  while (s.at < s.messages.size()) {
+    const Transfer& t = *s.messages[s.at];
+    const std::size_t n = std::min(piece_elements_, t.src.count - s.done);
+    const std::uint64_t piece = box_.consumed(s.node_peer, me_);
+    auto got = box_.readable(s.node_peer, me_, piece, n * es);
+    RUCCL_TRY(got);
+    const node::Mailbox::Piece& p = got.value();
+    if (!p.ready) break;
+    const void* message = p.bytes.data();
+    if (p.address != 0) {
+      // Read straight into the destination for a copy into host memory, else
+      // into scratch, then combined.
+      if (combine == Combine::kCopy && adapter_.kind() == DeviceKind::kHost) {
+        auto r = core::resolve(work_, Transfer{t.peer, Range{0, n}, t.dst_offset + s.done, t.source},
+                               combine, core::kElsewhere, local_);
+        RUCCL_TRY(r);
+        RUCCL_TRY(box_.read_from(s.node_peer, me_, p.address, r.value().dst, n * es, deadline_));
+        message = nullptr;
+      } else {
+        std::vector<std::byte>& scratch = options_.scratch ? *options_.scratch : own_scratch_;
+        if (scratch.size() < n * es) scratch.resize(n * es);
+        peak_staging_ = std::max(peak_staging_, n * es);
+        RUCCL_TRY(box_.read_from(s.node_peer, me_, p.address, scratch.data(), n * es, deadline_));
+        message = scratch.data();
+      }
+    }
+    if (message != nullptr)
+      RUCCL_TRY(core::completed(adapter_, queue,
+                                core::combine(adapter_, work_, local_, t.dst_offset + s.done,
+                                              message, n, combine)));
+    box_.release_piece(s.node_peer, me_, piece);
+    moved = true;
+    if ((s.done += n) == t.src.count) ++s.at, s.done = 0;
+  }
+  return moved;
+}
+
+bool NodeRun::ready() const {
+  for (std::size_t i = 0; i < outs_used_; ++i) {
+    const Stream& s = outs_[i];
+    if (s.at < s.messages.size() &&
+        box_.writable(me_, s.node_peer, box_.written(me_, s.node_peer)))
+      return true;
+  }
+  for (std::size_t i = 0; i < ins_used_; ++i) {
+    const Stream& s = ins_[i];
+    if (s.at < s.messages.size() &&
+        box_.written(s.node_peer, me_) > box_.consumed(s.node_peer, me_))
+      return true;
+  }
+  return false;
+}
+
+bool NodeRun::drained() const {
+  for (std::size_t i = 0; i < outs_used_; ++i)
+    if (outs_[i].direct &&
+        box_.consumed(me_, outs_[i].node_peer) != box_.written(me_, outs_[i].node_peer))
+      return false;
+  return true;
+}
+
+Status NodeRun::run(Combine combine, std::chrono::steady_clock::time_point deadline) {
+  watch_.clear();
+  for (std::size_t i = 0; i < outs_used_; ++i) watch_.push_back(outs_[i].node_peer);
+  for (std::size_t i = 0; i < ins_used_; ++i) watch_.push_back(ins_[i].node_peer);
+  for (;;) {
+    bool moved = false, done = true;
+    for (std::size_t i = 0; i < outs_used_; ++i) {
+      auto m = push(outs_[i]);
+      RUCCL_TRY(m);
+      moved = moved || m.value();
+      done = done && outs_[i].at == outs_[i].messages.size();
+    }
+    for (std::size_t i = 0; i < ins_used_; ++i) {
+      auto m = pull(ins_[i], combine);
+      RUCCL_TRY(m);
+      moved = moved || m.value();
+      done = done && ins_[i].at == ins_[i].messages.size();
+    }
+    if (done && drained()) return Status::ok();
+    if (moved) continue;
+    RUCCL_TRY(box_.await(watch_, deadline, [&] { return done ? drained() : ready(); }, [this] {
+      std::string peers;
+      for (std::size_t r : watch_)
+        peers += (peers.empty() ? "rank " : ", rank ") + std::to_string(box_.shape().first + r);
+      return "the pieces of this step with " + peers + " on the node's shared memory";
+    }));
+  }
+}
+
+}  // namespace ruccl::world
