@@ -172,6 +172,8 @@ Status Mailbox::watch_processes(bool single_copy) {
     std::int64_t pid = 0;
     std::memcpy(&address, block + kPidAddressAt, sizeof address);
     iovec local{&pid, sizeof pid};
+    // An address in another process's memory, for the kernel only.
+    // NOLINTNEXTLINE(performance-no-int-to-ptr)
     iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), sizeof pid};
     reads = ::process_vm_readv(pids_[p], &local, 1, &remote, 1, 0) ==
                 static_cast<ssize_t>(sizeof pid) &&
@@ -370,11 +372,13 @@ Status Mailbox::read_from(std::size_t from, std::size_t to, std::uint64_t addres
         [&] { return "the failure notice of " + name(from) + ", which withdrew its pieces"; });
     return s.is_ok() ? Status(ErrorCode::kInternal, name(from) + " withdrew its pieces") : s;
   }
-  const Status read = [&]() -> Status {
+  Status read = [&]() -> Status {
     auto* out = static_cast<std::byte*>(dst);
     std::size_t done = 0;
     while (done < bytes) {
       iovec local{out + done, bytes - done};
+      // An address in another process's memory, for the kernel only.
+      // NOLINTNEXTLINE(performance-no-int-to-ptr)
       iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address + done)),
                    bytes - done};
       const ssize_t n = ::process_vm_readv(pids_[p], &local, 1, &remote, 1, 0);

@@ -21,9 +21,9 @@ NodeRun::NodeRun(node::Mailbox& box, DeviceAdapter& adapter, Work& work, std::si
 
 Status NodeRun::file(std::vector<Stream>& streams, const Transfer& t) {
   if (t.peer >= world_)
-    return Status(ErrorCode::kInternal,
-                  "a message between rank " + std::to_string(rank_) + " and rank " +
-                      std::to_string(t.peer) + ", outside the group of " + std::to_string(world_));
+    return Status(ErrorCode::kInternal, "a message between rank " + std::to_string(rank_) +
+                                            " and rank " + std::to_string(t.peer) +
+                                            ", outside the group of " + std::to_string(world_));
   const std::size_t peer = node_rank(t.peer);
   std::size_t& used = &streams == &outs_ ? outs_used_ : ins_used_;
   Stream* s = nullptr;
@@ -36,8 +36,8 @@ Status NodeRun::file(std::vector<Stream>& streams, const Transfer& t) {
     s->messages.clear();
     s->at = s->done = 0;
     // Addresses only toward a rank that reads them, of host memory.
-    s->direct = &streams == &outs_ && adapter_.kind() == DeviceKind::kHost &&
-                box_.reads_directly(peer);
+    s->direct =
+        &streams == &outs_ && adapter_.kind() == DeviceKind::kHost && box_.reads_directly(peer);
   }
   s->messages.push_back(&t);
   return Status::ok();
@@ -66,16 +66,17 @@ Status NodeRun::step(std::span<const Transfer> sends, std::span<const Transfer> 
   ++step_;
   if (!self_.empty()) RUCCL_TRY(core::exchange(adapter_, work_, local_, self_, combine));
   deadline_ = std::chrono::steady_clock::now() + options_.timeout;
-  const Status status = run(combine, deadline_);
+  Status status = run(combine, deadline_);
   if (status) return status;
   // No peer may read this rank's buffers once the call returns.
   for (std::size_t i = 0; i < outs_used_; ++i)
     if (outs_[i].direct &&
         box_.consumed(me_, outs_[i].node_peer) != box_.written(me_, outs_[i].node_peer))
       box_.withdraw(me_, outs_[i].node_peer);
-  return status.with_context(
-      (options_.context.empty() ? "collective #" + std::to_string(options_.seq) : options_.context) +
-      " step " + std::to_string(step_ - 1) + " (node shared memory)");
+  return status.with_context((options_.context.empty()
+                                  ? "collective #" + std::to_string(options_.seq)
+                                  : options_.context) +
+                             " step " + std::to_string(step_ - 1) + " (node shared memory)");
 }
 
 Result<bool> NodeRun::push(Stream& s) {
@@ -94,10 +95,10 @@ Result<bool> NodeRun::push(Stream& s) {
       box_.publish_piece(me_, s.node_peer, piece, n * es,
                          reinterpret_cast<std::uintptr_t>(r.value().src));
     } else {
-      RUCCL_TRY(core::completed(
-          adapter_, queue,
-          adapter_.copy(queue, box_.piece_slot(me_, s.node_peer, piece).data(), r.value().src,
-                        n * es)));
+      RUCCL_TRY(
+          core::completed(adapter_, queue,
+                          adapter_.copy(queue, box_.piece_slot(me_, s.node_peer, piece).data(),
+                                        r.value().src, n * es)));
       box_.publish_piece(me_, s.node_peer, piece, n * es);
     }
     moved = true;
@@ -123,8 +124,9 @@ Result<bool> NodeRun::pull(Stream& s, Combine combine) {
       // Read straight into the destination for a copy into host memory, else
       // into scratch, then combined.
       if (combine == Combine::kCopy && adapter_.kind() == DeviceKind::kHost) {
-        auto r = core::resolve(work_, Transfer{t.peer, Range{0, n}, t.dst_offset + s.done, t.source},
-                               combine, core::kElsewhere, local_);
+        auto r =
+            core::resolve(work_, Transfer{t.peer, Range{0, n}, t.dst_offset + s.done, t.source},
+                          combine, core::kElsewhere, local_);
         RUCCL_TRY(r);
         RUCCL_TRY(box_.read_from(s.node_peer, me_, p.address, r.value().dst, n * es, deadline_));
         message = nullptr;
@@ -150,8 +152,7 @@ Result<bool> NodeRun::pull(Stream& s, Combine combine) {
 bool NodeRun::ready() const {
   for (std::size_t i = 0; i < outs_used_; ++i) {
     const Stream& s = outs_[i];
-    if (s.at < s.messages.size() &&
-        box_.writable(me_, s.node_peer, box_.written(me_, s.node_peer)))
+    if (s.at < s.messages.size() && box_.writable(me_, s.node_peer, box_.written(me_, s.node_peer)))
       return true;
   }
   for (std::size_t i = 0; i < ins_used_; ++i) {
@@ -191,12 +192,14 @@ Status NodeRun::run(Combine combine, std::chrono::steady_clock::time_point deadl
     }
     if (done && drained()) return Status::ok();
     if (moved) continue;
-    RUCCL_TRY(box_.await(watch_, deadline, [&] { return done ? drained() : ready(); }, [this] {
-      std::string peers;
-      for (std::size_t r : watch_)
-        peers += (peers.empty() ? "rank " : ", rank ") + std::to_string(box_.shape().first + r);
-      return "the pieces of this step with " + peers + " on the node's shared memory";
-    }));
+    RUCCL_TRY(box_.await(
+        watch_, deadline, [&] { return done ? drained() : ready(); },
+        [this] {
+          std::string peers;
+          for (std::size_t r : watch_)
+            peers += (peers.empty() ? "rank " : ", rank ") + std::to_string(box_.shape().first + r);
+          return "the pieces of this step with " + peers + " on the node's shared memory";
+        }));
   }
 }
 

@@ -87,7 +87,7 @@ class NodeRun final : public ring::RankRun {
   Result<bool> push(Stream& s);                   // pieces out while slots are free
   Result<bool> pull(Stream& s, Combine combine);  // pieces in while published
   bool ready() const;                             // a push or pull could progress
-  bool drained() const;  // every address-piece of the step released
+  bool drained() const;                           // every address-piece of the step released
   Status run(Combine combine, std::chrono::steady_clock::time_point deadline);
 
   node::Mailbox& box_;

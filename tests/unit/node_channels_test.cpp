@@ -50,8 +50,9 @@ TEST(NodeChannels, PiecesFlowInOrderWithinTheSlots) {
   std::thread producer([&] {
     for (std::uint64_t i = 0; i < kPieces; ++i) {
       const std::size_t watch[1] = {1};
-      ASSERT_TRUE(box.await(watch, Clock::now() + 10s, [&] { return box.writable(0, 1, i); },
-                            [] { return std::string("a free slot"); })
+      ASSERT_TRUE(box.await(
+                         watch, Clock::now() + 10s, [&] { return box.writable(0, 1, i); },
+                         [] { return std::string("a free slot"); })
                       .is_ok());
       EXPECT_EQ(box.written(0, 1), i);
       std::span<std::byte> slot = box.piece_slot(0, 1, i);
@@ -64,10 +65,12 @@ TEST(NodeChannels, PiecesFlowInOrderWithinTheSlots) {
     const std::size_t bytes = 8 + i * 13 % 4000;
     Result<Mailbox::Piece> p = Mailbox::Piece{};
     const std::size_t watch[1] = {0};
-    ASSERT_TRUE(box.await(watch, Clock::now() + 10s,
-                          [&] { return !(p = box.readable(0, 1, i, bytes)).is_ok() || p.value().ready; },
-                          [] { return std::string("a piece"); })
-                    .is_ok());
+    ASSERT_TRUE(
+        box.await(
+               watch, Clock::now() + 10s,
+               [&] { return !(p = box.readable(0, 1, i, bytes)).is_ok() || p.value().ready; },
+               [] { return std::string("a piece"); })
+            .is_ok());
     ASSERT_TRUE(p.is_ok()) << p.status().to_string();
     ASSERT_EQ(p.value().bytes.size(), bytes);
     EXPECT_EQ(p.value().address, 0u);
@@ -148,8 +151,8 @@ TEST(NodeChannels, AWaitEndsAtItsDeadlineAndOnAbort) {
   Mailbox& box = *node.box;
   const std::size_t watch[1] = {1};
   const auto start = Clock::now();
-  const Status t =
-      box.await(watch, start + 60ms, [] { return false; }, [] { return std::string("nothing"); });
+  const Status t = box.await(
+      watch, start + 60ms, [] { return false; }, [] { return std::string("nothing"); });
   EXPECT_EQ(t.code(), ErrorCode::kTimeout);
   EXPECT_GE(Clock::now() - start, 60ms);
   EXPECT_NE(t.message().find("waiting for nothing"), std::string::npos) << t.message();
@@ -157,8 +160,8 @@ TEST(NodeChannels, AWaitEndsAtItsDeadlineAndOnAbort) {
     std::this_thread::sleep_for(30ms);
     node.abort.store(true);
   });
-  const Status a =
-      box.await(watch, Clock::now() + 10s, [] { return false; }, [] { return std::string("x"); });
+  const Status a = box.await(
+      watch, Clock::now() + 10s, [] { return false; }, [] { return std::string("x"); });
   aborter.join();
   EXPECT_EQ(a.code(), ErrorCode::kAborted);
 }
