@@ -124,14 +124,6 @@ Result<std::vector<std::byte>> read_whole(const fs::path& path) {
   return blob;
 }
 
-// "process 1" or "processes 1, 4": the indices whose blobs never appeared.
-std::string missing_list(const std::vector<std::size_t>& missing) {
-  std::string out = missing.size() == 1 ? "process " : "processes ";
-  for (std::size_t i = 0; i < missing.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(missing[i]);
-  return out;
-}
-
 class FileBootstrap final : public Bootstrap {
  public:
   FileBootstrap(fs::path directory, std::size_t index, std::size_t processes,
@@ -143,13 +135,7 @@ class FileBootstrap final : public Bootstrap {
     const auto* p = reinterpret_cast<const std::byte*>(hostname.data());
     auto names = exchange(std::span(p, hostname.size()), Wait::within(timeout_), "creation");
     RUCCL_TRY(names);
-    std::vector<int> leader_of_index(processes_);
-    for (std::size_t i = 0; i < processes_; ++i) {
-      std::size_t leader = 0;
-      while (names.value()[leader] != names.value()[i]) ++leader;  // stops at i at the latest
-      leader_of_index[i] = static_cast<int>(leader);
-    }
-    auto layout = detail::layout_from_leaders(leader_of_index, index_, hostname);
+    auto layout = detail::layout_from_hostnames(names.value(), index_, hostname);
     RUCCL_TRY(layout);
     layout_ = std::move(layout).value();
     return Status::ok();
@@ -209,10 +195,11 @@ class FileBootstrap final : public Bootstrap {
                           std::to_string(generation) + ") of process " + std::to_string(index_) +
                           " timed out after " +
                           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             Clock::now() - started).count()) +
-                          " ms waiting for every process to arrive: " + missing_list(missing) +
-                          " did not arrive (no " + blob_path(generation, missing.front()).string() +
-                          ")");
+                                             Clock::now() - started)
+                                             .count()) +
+                          " ms waiting for every process to arrive: " +
+                          detail::missing_list(missing) + " did not arrive (no " +
+                          blob_path(generation, missing.front()).string() + ")");
       std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - Clock::now()));
       pause = std::min(pause * 2, kLongestPoll);
     }
