@@ -115,7 +115,7 @@ std::optional<DataType> ruccl_dtype(at::ScalarType type) {
     case at::kHalf: return DataType::kF16;
     case at::kBFloat16: return DataType::kBF16;
     case at::kChar: return DataType::kI8;
-    case at::kByte: return DataType::kU8;
+    case at::kByte:
     case at::kBool: return DataType::kU8;
     case at::kInt: return DataType::kI32;
     case at::kLong: return DataType::kI64;
@@ -174,11 +174,9 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
     const Element e = moved(t);
     const std::size_t root = root_rank(opts.rootRank, "broadcast");
     return post(c10d::OpType::BROADCAST, "broadcast", {t}, [this, t, e, root]() -> Status {
-      const at::Tensor c = t.contiguous();
-      const TensorView v = flat(c, e);
-      RUCCL_TRY(comm_->broadcast_into(rank(), rank() == root ? &v : nullptr, v));
-      copy_back(t, c);
-      return Status::ok();
+      return on_contiguous(t, e, true, [&](const TensorView& v) {
+        return comm_->broadcast_into(rank(), rank() == root ? &v : nullptr, v);
+      });
     });
   }
 
@@ -188,11 +186,9 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
     const Element e = reduced(t, opts.reduceOp);
     const ReduceOp op = ruccl_op(opts.reduceOp, t.scalar_type());
     return post(c10d::OpType::ALLREDUCE, "allreduce", {t}, [this, t, e, op]() -> Status {
-      const at::Tensor c = t.contiguous();
-      const TensorView v = flat(c, e);
-      RUCCL_TRY(comm_->all_reduce_into(rank(), v, v, op));
-      copy_back(t, c);
-      return Status::ok();
+      return on_contiguous(t, e, true, [&](const TensorView& v) {
+        return comm_->all_reduce_into(rank(), v, v, op);
+      });
     });
   }
 
@@ -203,11 +199,9 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
     const ReduceOp op = ruccl_op(opts.reduceOp, t.scalar_type());
     const std::size_t root = root_rank(opts.rootRank, "reduce");
     return post(c10d::OpType::REDUCE, "reduce", {t}, [this, t, e, op, root]() -> Status {
-      const at::Tensor c = t.contiguous();
-      const TensorView v = flat(c, e);
-      RUCCL_TRY(comm_->reduce_into(rank(), v, v, op, root));
-      if (rank() == root) copy_back(t, c);
-      return Status::ok();
+      return on_contiguous(t, e, rank() == root, [&](const TensorView& v) {
+        return comm_->reduce_into(rank(), v, v, op, root);
+      });
     });
   }
 
@@ -236,9 +230,8 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
     check_tensor(input, "_allgather_base");
     same_kind(output, input, input.numel() * getSize(), "_allgather_base");
     const Element e = moved(input);
-    const at::Tensor in = input, out = output;
-    return post(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {out},
-                [this, in, out, e]() -> Status {
+    return post(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output},
+                [this, in = input, out = output, e]() -> Status {
                   const at::Tensor c = in.contiguous(), o = out.contiguous();
                   RUCCL_TRY(comm_->all_gather_into(rank(), flat(c, e), flat(o, e)));
                   copy_back(out, o);
@@ -274,9 +267,8 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
     same_kind(input, output, output.numel() * getSize(), "_reduce_scatter_base");
     const Element e = reduced(output, opts.reduceOp);
     const ReduceOp op = ruccl_op(opts.reduceOp, output.scalar_type());
-    const at::Tensor in = input, out = output;
-    return post(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {out},
-                [this, in, out, e, op]() -> Status {
+    return post(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
+                [this, in = input, out = output, e, op]() -> Status {
                   const at::Tensor c = in.contiguous(), o = out.contiguous();
                   RUCCL_TRY(comm_->reduce_scatter_into(rank(), flat(c, e), flat(o, e), op));
                   copy_back(out, o);
@@ -301,9 +293,8 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
         e.per_element;
     const std::vector<std::size_t> send = splits(input_split, input, "input");
     const std::vector<std::size_t> want = splits(output_split, output, "output");
-    const at::Tensor in = input, out = output;
-    return post(c10d::OpType::ALLTOALL_BASE, "alltoall_base", {out},
-                [this, in, out, e, row, send, want]() -> Status {
+    return post(c10d::OpType::ALLTOALL_BASE, "alltoall_base", {output},
+                [this, in = input, out = output, e, row, send, want]() -> Status {
                   const at::Tensor c = in.contiguous(), o = out.contiguous();
                   const TensorView iv{c.data_ptr(), e.dtype,
                                       Shape{static_cast<std::size_t>(c.size(0)), row}, device_};
@@ -419,6 +410,15 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
   }
   static void copy_back(const at::Tensor& to, const at::Tensor& from) {
     if (!from.is_same(to)) to.copy_(from);
+  }
+  // `call` on a flat view of `t` made contiguous (a copy when it is not, copied
+  // back into `t` when `keep`).
+  template <typename Call>
+  Status on_contiguous(const at::Tensor& t, const Element& e, bool keep, Call&& call) const {
+    const at::Tensor c = t.contiguous();
+    RUCCL_TRY(call(flat(c, e)));
+    if (keep) copy_back(t, c);
+    return Status::ok();
   }
 
   std::shared_ptr<Communicator> comm_;

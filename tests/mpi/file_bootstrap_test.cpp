@@ -85,6 +85,27 @@ std::vector<std::string> on_threads(const std::vector<std::size_t>& indices,
   return out;
 }
 
+// Index i of 4: several rounds of all_gather with blobs of different sizes
+// (index 3's is empty), each checked in process order, then a barrier. "" or
+// what went wrong.
+std::string rounds_then_barrier(Bootstrap& boot, std::size_t i,
+                                const std::vector<std::size_t>& process_of_index) {
+  for (int round = 0; round < 3; ++round) {
+    const std::string mine = i == 3 ? "" : std::string(i + 1 + round, char('a' + i));
+    auto all = boot.all_gather(bytes_of(mine));
+    if (!all.is_ok()) return all.status().to_string();
+    for (std::size_t j = 0; j < 4; ++j) {
+      const std::string want = j == 3 ? "" : std::string(j + 1 + round, char('a' + j));
+      if (string_of(all.value()[process_of_index[j]]) != want)
+        return "round " + std::to_string(round) + ": process " +
+               std::to_string(process_of_index[j]) + "'s blob is '" +
+               string_of(all.value()[process_of_index[j]]) + "', want '" + want + "'";
+    }
+  }
+  const Status s = boot.barrier();
+  return s.is_ok() ? "" : s.to_string();
+}
+
 TEST(FileBootstrap, NodesByHostnameProcessesByNodeThenIndex) {
   TempDir dir;
   // Indices 0 and 2 on node "a", 1 and 3 on node "b": process order 0, 2, 1, 3.
@@ -102,21 +123,7 @@ TEST(FileBootstrap, NodesByHostnameProcessesByNodeThenIndex) {
         t.node_of_process != std::vector<std::size_t>{0, 0, 1, 1})
       return "index " + std::to_string(i) + ": wrong topology (process " + std::to_string(t.process) +
              ", node " + std::to_string(t.node) + ")";
-    // Several rounds of blobs of different sizes (index 3's is empty), then a barrier.
-    for (int round = 0; round < 3; ++round) {
-      const std::string mine = i == 3 ? "" : std::string(i + 1 + round, char('a' + i));
-      auto all = (*boot)->all_gather(bytes_of(mine));
-      if (!all.is_ok()) return all.status().to_string();
-      for (std::size_t j = 0; j < 4; ++j) {
-        const std::string want = j == 3 ? "" : std::string(j + 1 + round, char('a' + j));
-        if (string_of(all.value()[process_of_index[j]]) != want)
-          return "round " + std::to_string(round) + ": process " +
-                 std::to_string(process_of_index[j]) + "'s blob is '" +
-                 string_of(all.value()[process_of_index[j]]) + "', want '" + want + "'";
-      }
-    }
-    const Status s = (*boot)->barrier();
-    return s.is_ok() ? "" : s.to_string();
+    return rounds_then_barrier(**boot, i, process_of_index);
   });
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], "") << "index " << i;
   // Finished generations are cleaned up: only the last one (the barrier's) stays.
@@ -272,20 +279,7 @@ TEST(StoreBootstrap, NodesByHostnameBlobsInProcessOrderAndCleanup) {
         t.local_process != i / 2 || t.node_of_process != std::vector<std::size_t>{0, 0, 1, 1})
       return "index " + std::to_string(i) + ": wrong topology (process " +
              std::to_string(t.process) + ")";
-    for (int round = 0; round < 3; ++round) {
-      const std::string mine = i == 3 ? "" : std::string(i + 1 + round, char('a' + i));
-      auto all = (*boot)->all_gather(bytes_of(mine));
-      if (!all.is_ok()) return all.status().to_string();
-      for (std::size_t j = 0; j < 4; ++j) {
-        const std::string want = j == 3 ? "" : std::string(j + 1 + round, char('a' + j));
-        if (string_of(all.value()[process_of_index[j]]) != want)
-          return "round " + std::to_string(round) + ": process " +
-                 std::to_string(process_of_index[j]) + "'s blob is '" +
-                 string_of(all.value()[process_of_index[j]]) + "', want '" + want + "'";
-      }
-    }
-    const Status s = (*boot)->barrier();
-    return s.is_ok() ? "" : s.to_string();
+    return rounds_then_barrier(**boot, i, process_of_index);
   });
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], "") << "index " << i;
   // Generations 0..3 were erased by their owners; the last one (4) stays.

@@ -48,27 +48,18 @@ def gathered(t):
     return [o.to(t.dtype) for o in outs]
 
 
+COMBINE = {ReduceOp.SUM: torch.add, ReduceOp.AVG: torch.add, ReduceOp.PRODUCT: torch.mul,
+           ReduceOp.MIN: torch.minimum, ReduceOp.MAX: torch.maximum,
+           ReduceOp.BAND: torch.bitwise_and, ReduceOp.BOR: torch.bitwise_or,
+           ReduceOp.BXOR: torch.bitwise_xor}
+
+
 def local_reduce(tensors, op):
     """The reduction computed here (float16/bfloat16 in float32, like ruccl)."""
     dtype = tensors[0].dtype
-    wide = [t.float() if dtype in (torch.float16, torch.bfloat16) else t for t in tensors]
-    if op == ReduceOp.SUM:
-        out = functools.reduce(torch.add, wide)
-    elif op == ReduceOp.PRODUCT:
-        out = functools.reduce(torch.mul, wide)
-    elif op == ReduceOp.MIN:
-        out = functools.reduce(torch.minimum, wide)
-    elif op == ReduceOp.MAX:
-        out = functools.reduce(torch.maximum, wide)
-    elif op == ReduceOp.BAND:
-        out = functools.reduce(torch.bitwise_and, wide)
-    elif op == ReduceOp.BOR:
-        out = functools.reduce(torch.bitwise_or, wide)
-    elif op == ReduceOp.BXOR:
-        out = functools.reduce(torch.bitwise_xor, wide)
-    elif op == ReduceOp.AVG:
-        s = functools.reduce(torch.add, wide)
-        out = s / size if s.is_floating_point() else torch.div(s, size, rounding_mode="trunc")
+    out = functools.reduce(COMBINE[op], [t.to(wide(dtype)) for t in tensors])
+    if op == ReduceOp.AVG:
+        out = out / size if out.is_floating_point() else torch.div(out, size, rounding_mode="trunc")
     return out.to(dtype)
 
 
