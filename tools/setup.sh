@@ -5,11 +5,14 @@
 set -euo pipefail
 
 # MPI and UCX are optional parts of ruccl; the packages let their tests run.
+# python3-torch, libtorch-dev and pybind11-dev: the torch.distributed backend
+# (src/torch) and its tests (label torch).
 RUCCL_PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev
                 openmpi-bin libopenmpi-dev libucx-dev ucx-utils iproute2 util-linux
                 munge slurmctld slurmd slurm-client gfortran libgloo-dev
                 clang libclang-rt-14-dev iptables libnetfilter-queue-dev
-                libsodium-dev clang-format clang-tidy python3-mpi4py python3-numpy)
+                libsodium-dev clang-format clang-tidy python3-mpi4py python3-numpy
+                python3-torch libtorch-dev pybind11-dev)
 
 ruccl_setup() {
   local missing=()

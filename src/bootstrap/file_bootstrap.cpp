@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "bootstrap/layout.hpp"
+#include "bootstrap/exchange_bootstrap.hpp"
 #include "core/catch_to_status.hpp"
 
 namespace ruccl::bootstrap {
@@ -29,18 +29,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr auto kFirstPoll = std::chrono::milliseconds(1);
-constexpr auto kLongestPoll = std::chrono::milliseconds(20);
-
 Status io_error(const char* what, const fs::path& path, int error) {
   return Status(ErrorCode::kInvalidArgument, std::string("file bootstrap: cannot ") + what + " " +
                                                  path.string() + ": " + std::strerror(error));
-}
-
-std::string local_hostname() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
-  return name;
 }
 
 // Permissions. The blobs carry what a job shares at start-up, the job token
@@ -124,55 +115,15 @@ Result<std::vector<std::byte>> read_whole(const fs::path& path) {
   return blob;
 }
 
-// "process 1" or "processes 1, 4": the indices whose blobs never appeared.
-std::string missing_list(const std::vector<std::size_t>& missing) {
-  std::string out = missing.size() == 1 ? "process " : "processes ";
-  for (std::size_t i = 0; i < missing.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(missing[i]);
-  return out;
-}
-
-class FileBootstrap final : public Bootstrap {
+class FileBootstrap final : public detail::ExchangeBootstrap {
  public:
   FileBootstrap(fs::path directory, std::size_t index, std::size_t processes,
                 std::chrono::milliseconds timeout)
-      : directory_(std::move(directory)), index_(index), processes_(processes), timeout_(timeout) {}
+      : ExchangeBootstrap("file bootstrap " + directory.string(), index, processes, timeout),
+        directory_(std::move(directory)) {}
 
-  // Generation 0: every process's hostname, then the (node, index) layout.
   Status create(const std::string& hostname) {
-    const auto* p = reinterpret_cast<const std::byte*>(hostname.data());
-    auto names = exchange(std::span(p, hostname.size()), Wait::within(timeout_), "creation");
-    RUCCL_TRY(names);
-    std::vector<int> leader_of_index(processes_);
-    for (std::size_t i = 0; i < processes_; ++i) {
-      std::size_t leader = 0;
-      while (names.value()[leader] != names.value()[i]) ++leader;  // stops at i at the latest
-      leader_of_index[i] = static_cast<int>(leader);
-    }
-    auto layout = detail::layout_from_leaders(leader_of_index, index_, hostname);
-    RUCCL_TRY(layout);
-    layout_ = std::move(layout).value();
-    return Status::ok();
-  }
-
-  const Topology& topology() const override { return layout_.topology; }
-  std::chrono::milliseconds timeout() const override { return timeout_; }
-
-  Result<Blobs> all_gather(std::span<const std::byte> blob, const Wait& wait) override {
-    return core::catch_to_status(ErrorCode::kInternal, "file bootstrap", [&]() -> Result<Blobs> {
-      auto by_index = exchange(blob, wait, "all_gather");
-      RUCCL_TRY(by_index);
-      Blobs by_process(processes_);
-      for (std::size_t i = 0; i < processes_; ++i)
-        by_process[layout_.process_of_rank[i]] = std::move(by_index.value()[i]);
-      return by_process;
-    });
-  }
-
-  Status barrier(const Wait& wait) override {
-    return core::catch_to_status(ErrorCode::kInternal, "file bootstrap", [&]() -> Status {
-      return exchange({}, wait, "barrier").status();
-    });
+    return ExchangeBootstrap::create(hostname).status();
   }
 
  private:
@@ -183,64 +134,29 @@ class FileBootstrap final : public Bootstrap {
     return generation_dir(generation) / (std::to_string(index) + ".blob");
   }
 
-  // One generation: write ours, wait for every blob, read them (by index).
-  Result<Blobs> exchange(std::span<const std::byte> blob, const Wait& wait, const char* what) {
-    const std::size_t generation = next_generation_++;
-    const auto deadline = wait.deadline;
-    const auto started = Clock::now();
-    std::error_code ec;
+  Status put(std::size_t generation, std::span<const std::byte> blob) override {
     RUCCL_TRY(make_private_directory(generation_dir(generation)));
-    RUCCL_TRY(write_atomically(blob_path(generation, index_), blob));
-
-    std::vector<std::size_t> missing;
-    for (std::size_t i = 0; i < processes_; ++i)
-      if (i != index_) missing.push_back(i);
-    auto pause = kFirstPoll;
-    while (true) {
-      std::erase_if(missing, [&](std::size_t i) { return fs::exists(blob_path(generation, i), ec); });
-      if (missing.empty()) break;
-      if (wait.abort != nullptr && wait.abort->load())
-        return Status(ErrorCode::kAborted, "file bootstrap " + directory_.string() + ": " + what +
-                                               " (generation " + std::to_string(generation) +
-                                               ") aborted");
-      if (Clock::now() >= deadline)
-        return Status(ErrorCode::kTimeout,
-                      "file bootstrap " + directory_.string() + ": " + what + " (generation " +
-                          std::to_string(generation) + ") of process " + std::to_string(index_) +
-                          " timed out after " +
-                          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             Clock::now() - started).count()) +
-                          " ms waiting for every process to arrive: " + missing_list(missing) +
-                          " did not arrive (no " + blob_path(generation, missing.front()).string() +
-                          ")");
-      std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - Clock::now()));
-      pause = std::min(pause * 2, kLongestPoll);
-    }
-
-    Blobs blobs(processes_);
-    for (std::size_t i = 0; i < processes_; ++i) {
-      if (i == index_) {
-        blobs[i].assign(blob.begin(), blob.end());
-        continue;
-      }
-      auto read = read_whole(blob_path(generation, i));
-      RUCCL_TRY(read);
-      blobs[i] = std::move(read).value();
-    }
-    // Everyone wrote this generation, so everyone is done reading the last one.
-    if (generation > 0) {
-      fs::remove(blob_path(generation - 1, index_), ec);
-      fs::remove(generation_dir(generation - 1), ec);  // only once empty: the last one out
-    }
-    return blobs;
+    return write_atomically(blob_path(generation, index_), blob);
+  }
+  Result<std::optional<std::vector<std::byte>>> take(std::size_t generation,
+                                                     std::size_t index) override {
+    std::error_code ec;
+    const fs::path path = blob_path(generation, index);
+    if (!fs::exists(path, ec)) return std::optional<std::vector<std::byte>>();
+    auto blob = read_whole(path);  // complete: blobs appear by rename
+    RUCCL_TRY(blob);
+    return std::optional<std::vector<std::byte>>(std::move(blob).value());
+  }
+  void drop(std::size_t generation) override {
+    std::error_code ec;
+    fs::remove(blob_path(generation, index_), ec);
+    fs::remove(generation_dir(generation), ec);  // only once empty: the last one out
+  }
+  std::string where(std::size_t generation, std::size_t index) const override {
+    return blob_path(generation, index).string();
   }
 
   const fs::path directory_;
-  const std::size_t index_;
-  const std::size_t processes_;
-  const std::chrono::milliseconds timeout_;
-  std::size_t next_generation_ = 0;
-  detail::Layout layout_;
 };
 
 }  // namespace
@@ -284,7 +200,7 @@ Result<std::unique_ptr<Bootstrap>> file_bootstrap(std::string directory, std::si
                           "communicator a fresh directory");
     }
     auto boot = std::make_unique<FileBootstrap>(dir, process, processes, options.timeout);
-    RUCCL_TRY(boot->create(options.hostname.empty() ? local_hostname() : options.hostname));
+    RUCCL_TRY(boot->create(options.hostname.empty() ? detail::local_hostname() : options.hostname));
     return std::unique_ptr<Bootstrap>(std::move(boot));
   };
   return core::catch_to_status(ErrorCode::kInternal, "file bootstrap", body);

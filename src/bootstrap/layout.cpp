@@ -3,8 +3,28 @@
 #include <algorithm>
 #include <climits>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ruccl::bootstrap::detail {
+
+std::string missing_list(std::span<const std::size_t> missing) {
+  std::string out = missing.size() == 1 ? "process " : "processes ";
+  for (std::size_t i = 0; i < missing.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(missing[i]);
+  return out;
+}
+
+Result<Layout> layout_from_hostnames(std::span<const std::vector<std::byte>> names,
+                                     std::size_t index, std::string hostname) {
+  std::vector<int> leader_of_index(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::size_t leader = 0;
+    while (names[leader] != names[i]) ++leader;  // stops at i at the latest
+    leader_of_index[i] = static_cast<int>(leader);
+  }
+  return layout_from_leaders(leader_of_index, index, std::move(hostname));
+}
 
 Result<Layout> layout_from_leaders(std::span<const int> leader_of_rank, std::size_t rank,
                                    std::string hostname) {

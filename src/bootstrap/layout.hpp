@@ -36,6 +36,14 @@ struct Layout {
 // is inconsistent (a leader above the rank, or a leader that is not its own).
 Result<Layout> layout_from_leaders(std::span<const int> leader_of_rank, std::size_t rank,
                                    std::string hostname);
+// The same from every index's hostname (the bootstraps without MPI, which
+// exchange hostnames in their first generation): a node is the indices with
+// equal names, its leader the lowest of them. `hostname` is names[index].
+Result<Layout> layout_from_hostnames(std::span<const std::vector<std::byte>> names,
+                                     std::size_t index, std::string hostname);
+
+// "process 1" or "processes 1, 4": the indices that never arrived.
+std::string missing_list(std::span<const std::size_t> missing);
 
 // Bytes each process sends per round (>= 1); `max_round_bytes` is clamped to
 // [1, INT_MAX].

@@ -6,6 +6,10 @@
 //    if each were a process), hostnames overridden to simulate nodes: the
 //    (node, index) order, all_gather in process order, barrier, the deadline
 //    naming the missing index, bad arguments and a reused directory.
+//  - StoreBootstrap.*: the key-value store bootstrap (store_bootstrap.hpp)
+//    over the in-memory store, threads as processes: the same order, blobs,
+//    barrier and deadline, the abort flag, the index-order requirement (the
+//    same error on every process) and a reused prefix.
 //  - FileWorld.* (when the multinode layer is built): processes forked from
 //    this test meet in a temporary directory, build a communicator and run a
 //    checked all-reduce and broadcast; the survivors of a killed process build
@@ -18,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "bootstrap/file_bootstrap.hpp"
+#include "bootstrap/store_bootstrap.hpp"
 #ifdef RUCCL_TEST_FILE_WORLD
 #include "ruccl/world.hpp"
 #endif
@@ -79,6 +85,27 @@ std::vector<std::string> on_threads(const std::vector<std::size_t>& indices,
   return out;
 }
 
+// Index i of 4: several rounds of all_gather with blobs of different sizes
+// (index 3's is empty), each checked in process order, then a barrier. "" or
+// what went wrong.
+std::string rounds_then_barrier(Bootstrap& boot, std::size_t i,
+                                const std::vector<std::size_t>& process_of_index) {
+  for (int round = 0; round < 3; ++round) {
+    const std::string mine = i == 3 ? "" : std::string(i + 1 + round, char('a' + i));
+    auto all = boot.all_gather(bytes_of(mine));
+    if (!all.is_ok()) return all.status().to_string();
+    for (std::size_t j = 0; j < 4; ++j) {
+      const std::string want = j == 3 ? "" : std::string(j + 1 + round, char('a' + j));
+      if (string_of(all.value()[process_of_index[j]]) != want)
+        return "round " + std::to_string(round) + ": process " +
+               std::to_string(process_of_index[j]) + "'s blob is '" +
+               string_of(all.value()[process_of_index[j]]) + "', want '" + want + "'";
+    }
+  }
+  const Status s = boot.barrier();
+  return s.is_ok() ? "" : s.to_string();
+}
+
 TEST(FileBootstrap, NodesByHostnameProcessesByNodeThenIndex) {
   TempDir dir;
   // Indices 0 and 2 on node "a", 1 and 3 on node "b": process order 0, 2, 1, 3.
@@ -96,21 +123,7 @@ TEST(FileBootstrap, NodesByHostnameProcessesByNodeThenIndex) {
         t.node_of_process != std::vector<std::size_t>{0, 0, 1, 1})
       return "index " + std::to_string(i) + ": wrong topology (process " + std::to_string(t.process) +
              ", node " + std::to_string(t.node) + ")";
-    // Several rounds of blobs of different sizes (index 3's is empty), then a barrier.
-    for (int round = 0; round < 3; ++round) {
-      const std::string mine = i == 3 ? "" : std::string(i + 1 + round, char('a' + i));
-      auto all = (*boot)->all_gather(bytes_of(mine));
-      if (!all.is_ok()) return all.status().to_string();
-      for (std::size_t j = 0; j < 4; ++j) {
-        const std::string want = j == 3 ? "" : std::string(j + 1 + round, char('a' + j));
-        if (string_of(all.value()[process_of_index[j]]) != want)
-          return "round " + std::to_string(round) + ": process " +
-                 std::to_string(process_of_index[j]) + "'s blob is '" +
-                 string_of(all.value()[process_of_index[j]]) + "', want '" + want + "'";
-      }
-    }
-    const Status s = (*boot)->barrier();
-    return s.is_ok() ? "" : s.to_string();
+    return rounds_then_barrier(**boot, i, process_of_index);
   });
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], "") << "index " << i;
   // Finished generations are cleaned up: only the last one (the barrier's) stays.
@@ -247,6 +260,93 @@ TEST(FileBootstrap, FilesArePrivateAndUnsafeDirectoriesAreRefused) {
     fs::permissions(other, fs::perms::owner_all);
     ASSERT_EQ(::chown(other.c_str(), 4321, static_cast<gid_t>(-1)), 0);
     refused(other, "owned by uid 4321");
+  }
+}
+
+TEST(StoreBootstrap, NodesByHostnameBlobsInProcessOrderAndCleanup) {
+  auto store = in_memory_store();
+  // Indices 0 and 2 on node "a", 1 and 3 on node "b": process order 0, 2, 1, 3.
+  const std::vector<std::size_t> process_of_index = {0, 2, 1, 3};
+  const auto got = on_threads({0, 1, 2, 3}, [&](std::size_t i) -> std::string {
+    StoreBootstrapOptions o;
+    o.timeout = 20s;
+    o.hostname = i % 2 == 0 ? "a" : "b";
+    o.prefix = "job";
+    auto boot = store_bootstrap(store, i, 4, o);
+    if (!boot.is_ok()) return boot.status().to_string();
+    const Topology& t = (*boot)->topology();
+    if (t.processes != 4 || t.nodes != 2 || t.process != process_of_index[i] || t.node != i % 2 ||
+        t.local_process != i / 2 || t.node_of_process != std::vector<std::size_t>{0, 0, 1, 1})
+      return "index " + std::to_string(i) + ": wrong topology (process " +
+             std::to_string(t.process) + ")";
+    return rounds_then_barrier(**boot, i, process_of_index);
+  });
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], "") << "index " << i;
+  // Generations 0..3 were erased by their owners; the last one (4) stays.
+  for (std::size_t i = 0; i < 4; ++i) {
+    for (std::size_t g = 0; g < 4; ++g)
+      EXPECT_FALSE(
+          store->try_get("job/" + std::to_string(g) + "/" + std::to_string(i))->has_value())
+          << "generation " << g << " of index " << i << " was left behind";
+    EXPECT_TRUE(store->try_get("job/4/" + std::to_string(i))->has_value());
+  }
+}
+
+TEST(StoreBootstrap, MissingProcessTimeoutAbortAndAReusedPrefix) {
+  auto store = in_memory_store();
+  const auto t0 = Clock::now();
+  const auto got = on_threads({0, 2}, [&](std::size_t i) -> std::string {
+    auto boot = store_bootstrap(store, i, 3, {.timeout = 400ms, .hostname = "h"});
+    return boot.is_ok() ? "created without process 1" : boot.status().to_string();
+  });
+  EXPECT_LT(seconds_since(t0), 0.4 + 5.0);
+  for (const std::string& s : got) {
+    EXPECT_NE(s.find("Timeout: store bootstrap"), std::string::npos) << s;
+    EXPECT_NE(s.find("process 1 did not arrive (no key ruccl/0/1)"), std::string::npos) << s;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(s, m, std::regex("timed out after ([0-9]+) ms"))) << s;
+    EXPECT_GE(std::stoul(m[1].str()), 400u) << s;
+  }
+  // The prefix now holds indices 0 and 2: a second job under it is refused.
+  auto again = store_bootstrap(store, 0, 1, {.timeout = 1s, .hostname = "h"});
+  ASSERT_FALSE(again.is_ok());
+  EXPECT_EQ(again.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(again.status().message().find("fresh prefix"), std::string::npos)
+      << again.status().to_string();
+
+  // A one-process job completes alone; a set abort flag ends a later wait.
+  auto alone = store_bootstrap(store, 0, 1, {.timeout = 1s, .hostname = "h", .prefix = "one"});
+  ASSERT_TRUE(alone.is_ok()) << alone.status().to_string();
+  EXPECT_TRUE((*alone)->barrier().is_ok());
+  auto pair = on_threads({0, 1}, [&](std::size_t i) -> std::string {
+    auto boot = store_bootstrap(store, i, 2, {.timeout = 20s, .hostname = "h", .prefix = "two"});
+    if (!boot.is_ok()) return boot.status().to_string();
+    if (i == 1) return "Aborted: (index 1 stays away)";
+    const std::atomic<bool> abort{true};
+    const auto t1 = Clock::now();
+    const Status s = (*boot)->barrier(Wait::within(20s, &abort));
+    if (seconds_since(t1) > 5.0) return "the abort flag was not seen";
+    return s.to_string();
+  });
+  EXPECT_NE(pair[0].find("Aborted: store bootstrap (prefix two): barrier (generation 1)"),
+            std::string::npos)
+      << pair[0];
+}
+
+TEST(StoreBootstrap, IndexOrderRequiredFailsAlikeOnEveryProcess) {
+  auto store = in_memory_store();
+  // Hosts a, b, a: index 2 would be process 1, index 1 process 2.
+  const auto got = on_threads({0, 1, 2}, [&](std::size_t i) -> std::string {
+    StoreBootstrapOptions o{.timeout = 20s, .hostname = i == 1 ? "b" : "a"};
+    o.require_index_order = true;
+    auto boot = store_bootstrap(store, i, 3, o);
+    return boot.is_ok() ? "created" : boot.status().to_string();
+  });
+  for (const std::string& s : got) {
+    EXPECT_EQ(s, got[0]);
+    EXPECT_NE(s.find("Unsupported: store bootstrap: index 1 (host b) would be process 2"),
+              std::string::npos)
+        << s;
   }
 }
 

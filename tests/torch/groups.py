@@ -1,0 +1,44 @@
+"""dist.new_group on ruccl: two groups of two at np=4 (each its own ruccl
+communicator, made through the group's PrefixStore), used interleaved with
+the default ruccl group and checked against Gloo subgroups of the same ranks."""
+import torch
+import torch.distributed as dist
+
+import common
+
+rank, size = common.init("ruccl")
+check = common.Checks(rank)
+assert size == 4, "run with 4 processes"
+halves = [[0, 1], [2, 3]]
+ruccl_groups = [dist.new_group(ranks) for ranks in halves]  # the default backend: ruccl
+gloo_groups = [dist.new_group(ranks, backend="gloo") for ranks in halves]
+mine = rank // 2
+rg, gg = ruccl_groups[mine], gloo_groups[mine]
+check.true("not a member of the other half",
+           ruccl_groups[1 - mine] == dist.GroupMember.NON_GROUP_MEMBER)
+check.true("rank in the half", dist.get_rank(rg) == rank % 2 and dist.get_world_size(rg) == 2)
+
+for step in range(3):
+    t = torch.arange(10, dtype=torch.float32) * (rank + 1) + step
+    a, b = t.clone(), t.clone()
+    dist.all_reduce(a, group=rg)
+    dist.all_reduce(b, group=gg)
+    check.equal(f"half all_reduce step {step}", a, b)
+    w = t.clone()
+    dist.all_reduce(w)  # the default group, between the halves' calls
+    check.equal(f"world all_reduce step {step}", w,
+                torch.arange(10, dtype=torch.float32) * 10 + 4 * step)
+    outs = [torch.zeros(10) for _ in range(2)]
+    dist.all_gather(outs, t, group=rg)
+    ref = [torch.zeros(10) for _ in range(2)]
+    dist.all_gather(ref, t, group=gg)
+    for i in range(2):
+        check.equal(f"half all_gather block {i} step {step}", outs[i], ref[i])
+    x = t.clone()
+    dist.broadcast(x, src=halves[mine][1], group=rg)  # the global rank of the half's rank 1
+    y = t.clone()
+    dist.broadcast(y, src=halves[mine][1], group=gg)
+    check.equal(f"half broadcast step {step}", x, y)
+dist.barrier()
+dist.destroy_process_group()
+check.finish("groups np=4")

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One torch test: a script of this folder on <np> processes, launched by
+# mpirun or torchrun (python3 -m torch.distributed.run, no MPI), with the
+# env:// rendezvous on a free port of 127.0.0.1. Passes when the launcher
+# exits 0 and every rank printed its "rank R: ... OK" line.
+#   run.sh <mpi|torchrun> <np> <script.py> <python3> <pythonpath> [mpiexec]
+set -u
+launcher=$1 np=$2 script=$3 python=$4 pythonpath=$5 mpiexec=${6:-mpirun}
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(mktemp)
+logs=$(mktemp -d)
+trap 'rm -rf "$out" "$logs"' EXIT
+port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+export PYTHONPATH="$pythonpath:$here" MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1
+case $launcher in
+  mpi)
+    timeout 150 "$mpiexec" --allow-run-as-root --oversubscribe -np "$np" --timeout 140 \
+      -x PYTHONPATH -x MASTER_ADDR -x MASTER_PORT -x OMP_NUM_THREADS \
+      "$python" "$here/$script" >"$out" 2>&1 ;;
+  torchrun)
+    # --redirects 1 --tee 1: torch 1.13's default (0) fails under Python 3.11,
+    # whose Flag enums no longer list the 0 member ("'NoneType' object has no
+    # attribute 'get'"); 1 sends stdout to the log and to the console.
+    timeout 150 "$python" -m torch.distributed.run --nproc_per_node "$np" \
+      --master_addr 127.0.0.1 --master_port "$port" --redirects 1 --tee 1 --log_dir "$logs" \
+      "$here/$script" >"$out" 2>&1 ;;
+  *) echo "run.sh: unknown launcher $launcher"; exit 2 ;;
+esac
+rc=$?
+cat "$out"
+[ "$rc" = 0 ] || { echo "FAILED: $launcher exited $rc"; exit 1; }
+for ((r = 0; r < np; ++r)); do
+  grep -q "rank $r: .* OK" "$out" || { echo "FAILED: no OK line from rank $r"; exit 1; }
+done
+echo "PASSED: $script on $np processes ($launcher)"
