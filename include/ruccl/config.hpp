@@ -36,7 +36,7 @@ class Config {
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring, or a selection
   // string: with_algorithm), RUCCL_LOCAL_ALGO (ring; deprecated, checked and ignored),
-  // RUCCL_NUM_DEVICES, RUCCL_INTRA_NODE_TRANSPORT (shm|tcp), RUCCL_DEBUG
+  // RUCCL_NUM_DEVICES, RUCCL_INTRA_NODE_TRANSPORT (shm|shm-direct|tcp), RUCCL_DEBUG
   // (WARN|INFO|TRACE), RUCCL_DEBUG_FILE, RUCCL_TRACE, RUCCL_FAULT (a fault plan),
   // RUCCL_FLIGHT_RECORDER (entries per rank; 0 = off) and
   // RUCCL_FLIGHT_RECORDER_SIGNAL (0 = no SIGUSR1 handler), RUCCL_CHECKSUM (1 =
@@ -97,15 +97,18 @@ class Config {
   // is appended so that ranks never share a file).
   const std::string& trace_file() const { return trace_file_; }
   // Between processes of one node (RUCCL_INTRA_NODE_TRANSPORT): true (shm or
-  // shm-copy; shm is the default): the node's shared segment (src/node) carries
+  // shm-direct; shm is the default): the node's shared segment (src/node) carries
   // fingerprints, small collectives and, when the world is one node, the data
   // of larger ones; a dead process of the node is found through its pidfd;
   // false (tcp): every byte over UCX, with UCX's peer-failure detection on
   // every endpoint (tcp over loopback in UCX 1.13).
   bool intra_node_shared_memory() const { return intra_node_shm_; }
-  // Large messages between host buffers of one node: true (shm, the default):
-  // the receiver reads the sender's buffer itself (one copy, process_vm_readv,
-  // where the kernel lets it); false (shm-copy): through the segment (two copies).
+  // Large messages between host buffers of one node: false (shm, the
+  // default): copied in and out of the segment (two copies, the second while
+  // the piece is in cache); true (shm-direct): the receiver reads the sender's
+  // buffer itself (one copy, process_vm_readv, where the kernel lets it;
+  // slower on the development VM, where pinning the pages of each read costs
+  // more than the copy it saves).
   bool node_single_copy() const { return node_single_copy_; }
   // Fault injection plan (RUCCL_FAULT), for testing failure paths; empty: none.
   // Grammar (src/core/fault.hpp): faults separated by ';', each
@@ -159,7 +162,7 @@ class Config {
   std::string log_file_;
   std::string trace_file_;
   bool intra_node_shm_ = true;
-  bool node_single_copy_ = true;
+  bool node_single_copy_ = false;
   std::string fault_;
   std::size_t flight_recorder_ = kDefaultFlightRecorder;
   bool flight_recorder_signal_ = true;

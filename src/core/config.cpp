@@ -93,10 +93,10 @@ Result<Config> Config::from_env(Config base) {
   }
   if (const char* v = std::getenv("RUCCL_INTRA_NODE_TRANSPORT")) {
     const std::string s = v;
-    c.node_single_copy_ = s != "shm-copy";
-    if (s == "shm" || s == "shm-copy") c.intra_node_shm_ = true;
+    c.node_single_copy_ = s == "shm-direct";
+    if (s == "shm" || s == "shm-direct") c.intra_node_shm_ = true;
     else if (s == "tcp") c.intra_node_shm_ = false;
-    else return bad_env("RUCCL_INTRA_NODE_TRANSPORT", s, "shm, shm-copy or tcp");
+    else return bad_env("RUCCL_INTRA_NODE_TRANSPORT", s, "shm, shm-direct or tcp");
   }
   if (const char* v = std::getenv("RUCCL_DEBUG")) {
     std::string s = v;

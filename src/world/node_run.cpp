@@ -133,11 +133,11 @@ Result<bool> NodeRun::pull(Stream& s, Combine combine) {
       } else {
         std::vector<std::byte>& scratch = options_.scratch ? *options_.scratch : own_scratch_;
         if (scratch.size() < n * es) scratch.resize(n * es);
-        peak_staging_ = std::max(peak_staging_, n * es);
         RUCCL_TRY(box_.read_from(s.node_peer, me_, p.address, scratch.data(), n * es, deadline_));
         message = scratch.data();
       }
     }
+    if (combine != Combine::kCopy) peak_staging_ = std::max(peak_staging_, n * es);
     if (message != nullptr)
       RUCCL_TRY(core::completed(adapter_, queue,
                                 core::combine(adapter_, work_, local_, t.dst_offset + s.done,

@@ -16,7 +16,7 @@
 // ranks that disagree get kProtocolError, never a wrong sum.
 //
 // Host buffers, where the receiver's process can read the sender's memory
-// (Mailbox::reads_directly; RUCCL_INTRA_NODE_TRANSPORT=shm, not shm-copy):
+// (Mailbox::reads_directly; RUCCL_INTRA_NODE_TRANSPORT=shm-direct, not the default):
 // a piece carries only the address of the sender's range, the receiver reads
 // it itself (process_vm_readv: one copy, straight into its buffer for a copy,
 // into a piece of scratch for a reduction), and the sender's step returns
@@ -65,9 +65,10 @@ class NodeRun final : public ring::RankRun {
   std::size_t message_elements() const override { return options_.message_elements; }
   Status step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
               Combine combine) override;
-  // The largest piece read into scratch for a reduction (at most one message,
-  // at most channel_piece); the segment's channels, fixed at creation, are
-  // not counted.
+  // The largest piece a reduction combined from staging, a slot of the
+  // segment or the scratch (at most one message, at most channel_piece): the
+  // memory one message in flight holds. The channels themselves are fixed at
+  // creation; copies are not counted (as over UCX, where they land in place).
   std::size_t peak_staging_bytes() const override { return peak_staging_; }
 
  private:

@@ -103,8 +103,8 @@ std::vector<Setting> shared_settings(std::size_t per_process, bool cuda, const C
       {"segment_bytes (RUCCL_SEGMENT_BYTES)", config.segment_bytes(), ErrorCode::kInvalidArgument},
       {"algorithm selection (RUCCL_ALGO; a hash of the string)", fnv1a(config.algorithm()),
        ErrorCode::kInvalidArgument},
-      {"intra-node transport (RUCCL_INTRA_NODE_TRANSPORT; 1 shm, 2 shm-copy, 0 tcp)",
-       config.intra_node_shared_memory() ? (config.node_single_copy() ? 1u : 2u) : 0u,
+      {"intra-node transport (RUCCL_INTRA_NODE_TRANSPORT; 1 shm, 2 shm-direct, 0 tcp)",
+       config.intra_node_shared_memory() ? (config.node_single_copy() ? 2u : 1u) : 0u,
        ErrorCode::kInvalidArgument},
   };
 }
