@@ -9,7 +9,8 @@ RUCCL_PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev
                 openmpi-bin libopenmpi-dev libucx-dev ucx-utils iproute2 util-linux
                 munge slurmctld slurmd slurm-client gfortran libgloo-dev
                 clang libclang-rt-14-dev iptables libnetfilter-queue-dev
-                libsodium-dev clang-format clang-tidy python3-mpi4py python3-numpy)
+                libsodium-dev clang-format clang-tidy python3-mpi4py python3-numpy
+                lammps lammps-examples scalapack-mpi-test)
 
 ruccl_setup() {
   local missing=()
