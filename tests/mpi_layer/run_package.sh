@@ -17,23 +17,30 @@
 # Exit 77 (a skip) when the package's files are absent; tools/setup.sh
 # installs them, so CI runs these.
 set -u
-what=$1 np=$2 layer=$3 mpiexec=${4:-mpirun}
+what=$1 np=$2 layer=$(realpath "$3") mpiexec=${4:-mpirun}
+tester=${5:-} input=${6:+$(realpath "$6")}  # scalapack; made absolute before the cd
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
-fail() { echo "FAILED ($what, np=$np): $*"; for f in plain layer; do echo "== $f"; cat "$f.out"; done; exit 1; }
+fail() {
+  echo "FAILED ($what, np=$np): $*"
+  for f in plain layer; do echo "== $f"; cat "$f.out" "$f.err" 2>/dev/null; done
+  exit 1
+}
 skip() { echo "SKIPPED ($what): $* (Debian: tools/setup.sh installs it)"; exit 77; }
-run() {  # run <plain|layer> <program and arguments...>
+# run <plain|layer> <program and arguments...>: the program's output (rank 0's
+# stdout) in <mode>.out, every rank's stderr (ruccl's counts) in <mode>.err.
+run() {
   local out=$1 pre=()
   shift
   [ "$out" = layer ] && pre=(-x LD_PRELOAD="$layer" -x RUCCL_DEBUG=INFO)
   timeout 100 "$mpiexec" --allow-run-as-root --oversubscribe -np "$np" --timeout 90 "${pre[@]}" "$@" \
-    >"$out.out" 2>&1 || fail "$out run: exit code $?"
+    >"$out.out" 2>"$out.err" || fail "$out run: exit code $?"
 }
 # routed_on_every_rank <regex of collective names>
 routed_on_every_rank() {
   local n
-  n=$(grep -E "\[ruccl mpi layer\] MPI rank [0-9]+: ($1) routed [1-9]" layer.out |
+  n=$(grep -E "\[ruccl mpi layer\] MPI rank [0-9]+: ($1) routed [1-9]" layer.err |
     sed -E 's/.*MPI rank ([0-9]+):.*/\1/' | sort -u | wc -l)
   [ "$n" -eq "$np" ] || fail "$1 routed on $n of $np ranks"
 }
@@ -54,9 +61,8 @@ case $what in
     diff plain.thermo layer.thermo >thermo.diff || fail "thermo output differs: $(cat thermo.diff)"
     routed_on_every_rank MPI_Allreduce
     echo "$(grep -cE '^ +[0-9]+ ' layer.thermo) thermo rows agree; routed on rank 0:"
-    grep -E "MPI rank 0: .* routed [1-9]" layer.out ;;
+    grep -E "MPI rank 0: .* routed [1-9]" layer.err ;;
   scalapack)
-    tester=$5 input=$6
     [ -x "$tester" ] || skip "no $tester (package scalapack-mpi-test)"
     cp "$input" .
     for mode in plain layer; do run "$mode" "$tester"; done
@@ -72,7 +78,7 @@ case $what in
     diff plain.tests layer.tests >tests.diff || fail "the tests differ: $(cat tests.diff)"
     routed_on_every_rank "MPI_Allreduce|MPI_Reduce|MPI_Bcast|MPI_Barrier"
     echo "$(wc -l <layer.tests) tests passed with and without the layer; counts on rank 0:"
-    grep -E "MPI rank 0: MPI_(Allreduce|Reduce|Bcast|Barrier) " layer.out ;;
+    grep -E "MPI rank 0: MPI_(Allreduce|Reduce|Bcast|Barrier) " layer.err ;;
   *) echo "unknown program $what"; exit 2 ;;
 esac
 echo "ok ($what, np=$np)"
