@@ -22,12 +22,6 @@
 namespace ruccl::mpi_layer {
 namespace {
 
-Why reduction_check(MPI_Datatype type, MPI_Op op, std::optional<Reduction>& out) {
-  if (!type_info(type)) return Why::kDatatype;
-  out = reduction_of(type, op);
-  return out ? Why::kRouted : Why::kOp;
-}
-
 Why move_check(MPI_Datatype type, std::size_t& bytes) {
   const auto info = type_info(type);
   if (!info) return Why::kDatatype;

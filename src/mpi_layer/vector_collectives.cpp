@@ -154,10 +154,8 @@ std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int 
                                   MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   const int size = comm_size(comm);
   std::optional<Reduction> red;
-  Why local = Why::kRouted;
-  if (!type_info(type)) local = Why::kDatatype;
-  else if (!(red = reduction_of(type, op))) local = Why::kOp;
-  else if (any_negative(recvcounts, size)) local = Why::kArgument;
+  Why local = reduction_check(type, op, red);
+  if (local == Why::kRouted && any_negative(recvcounts, size)) local = Why::kArgument;
   Route* r = routed(Coll::kReduceScatter, comm, local, true);
   if (r == nullptr) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
