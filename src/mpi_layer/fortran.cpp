@@ -101,17 +101,16 @@ MPI_Comm comm_of(const MPI_Fint* f) {
 MPI_Datatype type_of(const MPI_Fint* f) { return PMPI_Type_f2c(*f); }
 MPI_Op op_of(const MPI_Fint* f) { return PMPI_Op_f2c(*f); }
 
-// ierror of a routed call, else the Fortran PMPI entry with the arguments as
-// the program passed them (null only without Fortran MPI, which never calls here).
+// ierror of a routed call (unless null, as Open MPI's bindings allow), else
+// the Fortran PMPI entry with the arguments as the program passed them (null
+// only without Fortran MPI, which never calls here).
 template <typename... P, typename... A>
 void finish(const std::optional<int>& rc, MPI_Fint* ierr, void (*pmpi)(P...), A... args) {
-  if (rc) {
-    *ierr = static_cast<MPI_Fint>(*rc);
-  } else if (pmpi != nullptr) {
+  if (!rc && pmpi != nullptr) {
     pmpi(args..., ierr);
-  } else {
-    *ierr = MPI_ERR_INTERN;
+    return;
   }
+  if (ierr != nullptr) *ierr = rc ? static_cast<MPI_Fint>(*rc) : MPI_ERR_INTERN;
 }
 
 }  // namespace
