@@ -12,8 +12,8 @@
 //
 // MPI_Fint is the Fortran INTEGER; every argument arrives by reference, and
 // ierror is written last. mpi_finalize_ is intercepted as MPI_Finalize is.
-// mpi_f08 (whose bindings call ompi_*_f) is not
-// intercepted.
+// Open MPI 4's mpi_f08 bindings call internal entries (ompi_allreduce_f, ...)
+// with the same arguments: those names are aliases too.
 #include <mpi.h>
 
 #include "mpi_layer/collectives.hpp"
@@ -221,6 +221,19 @@ FBarrier MPI_BARRIER __attribute__((alias("mpi_barrier_")));
 FFinalize mpi_finalize __attribute__((alias("mpi_finalize_")));
 FFinalize mpi_finalize__ __attribute__((alias("mpi_finalize_")));
 FFinalize MPI_FINALIZE __attribute__((alias("mpi_finalize_")));
+// Open MPI 4's mpi_f08 bindings (libmpi_usempif08) pass the integer inside
+// each handle to these internal entries of libmpi_mpifh, with the same
+// arguments as mpi_allreduce_ and the same sentinels.
+FAllreduce ompi_allreduce_f __attribute__((alias("mpi_allreduce_")));
+FReduce ompi_reduce_f __attribute__((alias("mpi_reduce_")));
+FBcast ompi_bcast_f __attribute__((alias("mpi_bcast_")));
+FMove ompi_allgather_f __attribute__((alias("mpi_allgather_")));
+FReduceScatterBlock ompi_reduce_scatter_block_f __attribute__((alias("mpi_reduce_scatter_block_")));
+FReduceScatter ompi_reduce_scatter_f __attribute__((alias("mpi_reduce_scatter_")));
+FMove ompi_alltoall_f __attribute__((alias("mpi_alltoall_")));
+FAlltoallv ompi_alltoallv_f __attribute__((alias("mpi_alltoallv_")));
+FBarrier ompi_barrier_f __attribute__((alias("mpi_barrier_")));
+FFinalize ompi_finalize_f __attribute__((alias("mpi_finalize_")));
 
 }  // extern "C"
 // NOLINTEND(readability-identifier-naming, bugprone-reserved-identifier)

@@ -1,14 +1,26 @@
-! An ordinary Fortran MPI program (`use mpi`, built against MPI only) that
-! checks the collectives the ruccl layer routes against values it computes
-! itself: Allreduce (out of place and MPI_IN_PLACE), Reduce (MPI_IN_PLACE at
-! the root), Bcast, Allgather (and in place), Reduce_scatter_block,
+! An ordinary Fortran MPI program (built against MPI only) that checks the
+! collectives the ruccl layer routes against values it computes itself:
+! Allreduce (out of place and MPI_IN_PLACE), Reduce (MPI_IN_PLACE at the
+! root), Bcast, Allgather (and in place), Reduce_scatter_block,
 ! Reduce_scatter, Alltoall, Alltoallv and Barrier, on MPI_COMM_WORLD and a
 ! duplicate; and one call the layer leaves to MPI (MAXLOC on MPI_2INTEGER).
-! Prints "f_collectives: OK" and stops with 0 on success.
+! Built twice: with `use mpi` and, with RUCCL_F08 defined, `use mpi_f08`
+! (whose communicators are type(MPI_Comm)). Prints "f_collectives: OK" and
+! stops with 0 on success.
+#ifdef RUCCL_F08
+#define COMM_T type(MPI_Comm)
+#else
+#define COMM_T integer
+#endif
 program f_collectives
+#ifdef RUCCL_F08
+  use mpi_f08
+#else
   use mpi
+#endif
   implicit none
-  integer :: ierr, world_rank, dup, failures, total
+  integer :: ierr, world_rank, failures, total
+  COMM_T :: dup
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, world_rank, ierr)
@@ -35,7 +47,7 @@ contains
   end subroutine
 
   subroutine test_comm(comm)
-    integer, intent(in) :: comm
+    COMM_T, intent(in) :: comm
     integer, parameter :: n = 1000
     integer :: rank, size, i, r, root, err
     double precision :: x(n), y(n)
