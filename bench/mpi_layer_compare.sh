@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # MPI_Allreduce latency with and without the ruccl layer, interleaved
-# (A B A B ...), the median of the rounds per size.
-#   bench/mpi_layer_compare.sh [build dir] [rounds] [np]
+# (A B A B ...), the median of the rounds per size. Arguments after the
+# third go to allreduce_latency (--max BYTES, --iters N, --warmup N).
+#   bench/mpi_layer_compare.sh [build dir] [rounds] [np] [allreduce_latency options]
 set -eu
 build=${1:-build} rounds=${2:-5} np=${3:-2}
+shift $(($# < 3 ? $# : 3))
 bin=$build/bin/allreduce_latency layer=$build/lib/libruccl_mpi.so
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-run() { mpirun --allow-run-as-root --oversubscribe -np "$np" "$@" "$bin" | grep -v '^#'; }
+options=("$@")
+run() { mpirun --allow-run-as-root --oversubscribe -np "$np" "$@" "$bin" "${options[@]}" | grep -v '^#'; }
 for r in $(seq "$rounds"); do
   run > "$tmp/mpi.$r"
   run -x LD_PRELOAD="$layer" > "$tmp/ruccl.$r"

@@ -12,7 +12,8 @@ RUCCL_PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev
                 munge slurmctld slurmd slurm-client gfortran libgloo-dev
                 clang libclang-rt-14-dev iptables libnetfilter-queue-dev
                 libsodium-dev clang-format clang-tidy python3-mpi4py python3-numpy
-                python3-torch libtorch-dev pybind11-dev)
+                python3-torch libtorch-dev pybind11-dev
+                lammps lammps-examples scalapack-mpi-test)
 
 ruccl_setup() {
   local missing=()

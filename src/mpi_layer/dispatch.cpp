@@ -20,6 +20,12 @@ Route* routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order) {
   return why == Why::kRouted ? r : nullptr;
 }
 
+Why reduction_check(MPI_Datatype type, MPI_Op op, std::optional<Reduction>& out) {
+  out = reduction_of(type, op);
+  if (out) return Why::kRouted;
+  return type_info(type) ? Why::kOp : Why::kDatatype;
+}
+
 int run_status(Coll c, MPI_Comm comm, const Status& s) {
   return s.is_ok() ? MPI_SUCCESS : Registry::get().fail(comm, c, s);
 }

@@ -3,6 +3,9 @@
 
 #include <mpi.h>
 
+#include <optional>
+
+#include "mpi_layer/mapping.hpp"
 #include "mpi_layer/registry.hpp"
 
 namespace ruccl::mpi_layer {
@@ -12,6 +15,11 @@ namespace ruccl::mpi_layer {
 // map); `needs_mpi_order`: the call places blocks by rank (Allgather,
 // Alltoall(v), Reduce_scatter(_block)), so ruccl's rank order must be MPI's.
 Route* routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order = false);
+
+// The argument check of a reduction: kRouted with `out` set when the datatype
+// and op map, else kDatatype or kOp. One table lookup when the call maps; a
+// second only to say why it does not.
+Why reduction_check(MPI_Datatype type, MPI_Op op, std::optional<Reduction>& out);
 
 // MPI_SUCCESS for ok, else `s` through the communicator's error handler
 // (Registry::fail), whose code is returned.

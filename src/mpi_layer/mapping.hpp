@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <optional>
 
+#include "ruccl/tensor.hpp"
 #include "ruccl/types.hpp"
 
 namespace ruccl::mpi_layer {
@@ -35,5 +36,19 @@ struct Reduction {
   std::size_t lanes;  // elements of `dtype` per MPI element
 };
 std::optional<Reduction> reduction_of(MPI_Datatype type, MPI_Op op);
+
+// A 1-D view of `count` elements of host memory: every routed call has one
+// device rank per process (host:0).
+inline TensorView host_view(const void* data, DataType dtype, std::size_t count) {
+  return TensorView::of(const_cast<void*>(data), dtype, count, host_device(0));
+}
+
+// The size of `comm` (0 for MPI_COMM_NULL), for the checks of roots and
+// per-rank counts.
+inline int comm_size(MPI_Comm comm) {
+  int size = 0;
+  if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
+  return size;
+}
 
 }  // namespace ruccl::mpi_layer

@@ -14,30 +14,15 @@
 #include <numeric>
 #include <vector>
 
+#include "mpi_layer/collectives.hpp"
+
 #include "core/catch_to_status.hpp"
 #include "mpi_layer/dispatch.hpp"
 #include "mpi_layer/mapping.hpp"
 #include "mpi_layer/registry.hpp"
 
+namespace ruccl::mpi_layer {
 namespace {
-
-using ruccl::DataType;
-using ruccl::ErrorCode;
-using ruccl::Status;
-using ruccl::TensorView;
-using ruccl::mpi_layer::Coll;
-using ruccl::mpi_layer::Route;
-using ruccl::mpi_layer::Why;
-
-TensorView bytes_view(const void* data, std::size_t bytes) {
-  return TensorView::of(const_cast<void*>(data), DataType::kBytes, bytes, ruccl::host_device(0));
-}
-
-int comm_size(MPI_Comm comm) {
-  int size = 0;
-  if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
-  return size;
-}
 
 bool any_negative(const int* counts, int n) {
   for (int i = 0; i < n; ++i)
@@ -55,9 +40,9 @@ bool packed(const int* counts, const int* displs, int n) {
   return true;
 }
 
-Status alltoallv(Route& r, const void* sendbuf, const int* sendcounts, const int* sdispls,
-                 std::size_t ses, void* recvbuf, const int* recvcounts, const int* rdispls,
-                 std::size_t res) {
+Status all_to_all_v(Route& r, const void* sendbuf, const int* sendcounts, const int* sdispls,
+                    std::size_t ses, void* recvbuf, const int* recvcounts, const int* rdispls,
+                    std::size_t res) {
   const int n = static_cast<int>(r.size);
   const bool in_place = sendbuf == MPI_IN_PLACE;
   if (in_place) {  // the data to send is in recvbuf, laid out as what is received
@@ -90,9 +75,9 @@ Status alltoallv(Route& r, const void* sendbuf, const int* sendcounts, const int
   const bool direct = !in_place && packed(recvcounts, rdispls, n);
   if (!direct) recv_copy.resize(recv_total);
   std::vector<std::size_t> got;
-  RUCCL_TRY(r.comm->all_to_all_v_into(r.rank, bytes_view(src, send_total), send_bytes,
-                                      bytes_view(direct ? dst : recv_copy.data(), recv_total),
-                                      got));
+  RUCCL_TRY(r.comm->all_to_all_v_into(
+      r.rank, host_view(src, DataType::kBytes, send_total), send_bytes,
+      host_view(direct ? dst : recv_copy.data(), DataType::kBytes, recv_total), got));
   for (int s = 0; s < n; ++s) {
     const std::size_t want = static_cast<std::size_t>(recvcounts[s]) * res;
     if (got.size() != r.size || got[s] != want)
@@ -112,9 +97,9 @@ Status alltoallv(Route& r, const void* sendbuf, const int* sendcounts, const int
   return Status::ok();
 }
 
-Status reduce_scatter(Route& r, const void* sendbuf, void* recvbuf, const int* recvcounts,
-                      const ruccl::mpi_layer::Reduction& red) {
-  const std::size_t es = ruccl::dtype_size(red.dtype) * red.lanes;  // bytes per MPI element
+Status reduce_scatter_of(Route& r, const void* sendbuf, void* recvbuf, const int* recvcounts,
+                         const Reduction& red) {
+  const std::size_t es = dtype_size(red.dtype) * red.lanes;  // bytes per MPI element
   std::size_t total = 0, before = 0;
   for (std::size_t k = 0; k < r.size; ++k) {
     if (k == r.rank) before = total;
@@ -127,8 +112,7 @@ Status reduce_scatter(Route& r, const void* sendbuf, void* recvbuf, const int* r
   const std::size_t mine = static_cast<std::size_t>(recvcounts[r.rank]);
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   auto view = [&](const void* p, std::size_t elements) {
-    return TensorView::of(const_cast<void*>(p), red.dtype, elements * red.lanes,
-                          ruccl::host_device(0));
+    return host_view(p, red.dtype, elements * red.lanes);
   };
   auto* base = static_cast<std::byte*>(const_cast<void*>(in));
   if (balanced && sendbuf != MPI_IN_PLACE)
@@ -147,12 +131,9 @@ Status reduce_scatter(Route& r, const void* sendbuf, void* recvbuf, const int* r
 
 }  // namespace
 
-extern "C" {
-
-int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
-                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
-                  MPI_Datatype recvtype, MPI_Comm comm) {
-  using namespace ruccl::mpi_layer;
+std::optional<int> alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                             MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                             const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
   const int size = comm_size(comm);
   const auto rinfo = type_info(recvtype);
   const auto sinfo = sendbuf == MPI_IN_PLACE ? rinfo : type_info(sendtype);
@@ -161,31 +142,48 @@ int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls
                                 (sendbuf != MPI_IN_PLACE && any_negative(sendcounts, size))))
     local = Why::kArgument;
   Route* r = routed(Coll::kAlltoallv, comm, local, true);
-  if (r == nullptr)
-    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                          recvtype, comm);
-  const Status s = ruccl::core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
-    return alltoallv(*r, sendbuf, sendcounts, sdispls, sinfo->bytes, recvbuf, recvcounts, rdispls,
-                     rinfo->bytes);
+  if (r == nullptr) return std::nullopt;
+  const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
+    return all_to_all_v(*r, sendbuf, sendcounts, sdispls, sinfo->bytes, recvbuf, recvcounts,
+                        rdispls, rinfo->bytes);
   });
   return run_status(Coll::kAlltoallv, comm, s);
 }
 
-int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
-                       MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  using namespace ruccl::mpi_layer;
+std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                                  MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   const int size = comm_size(comm);
   std::optional<Reduction> red;
-  Why local = Why::kRouted;
-  if (!type_info(type)) local = Why::kDatatype;
-  else if (!(red = reduction_of(type, op))) local = Why::kOp;
-  else if (any_negative(recvcounts, size)) local = Why::kArgument;
+  Why local = reduction_check(type, op, red);
+  if (local == Why::kRouted && any_negative(recvcounts, size)) local = Why::kArgument;
   Route* r = routed(Coll::kReduceScatter, comm, local, true);
-  if (r == nullptr) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
-  const Status s = ruccl::core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
-    return reduce_scatter(*r, sendbuf, recvbuf, recvcounts, *red);
+  if (r == nullptr) return std::nullopt;
+  const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
+    return reduce_scatter_of(*r, sendbuf, recvbuf, recvcounts, *red);
   });
   return run_status(Coll::kReduceScatter, comm, s);
+}
+
+}  // namespace ruccl::mpi_layer
+
+namespace layer = ruccl::mpi_layer;
+
+extern "C" {
+
+int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  const auto rc = layer::alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm);
+  return rc ? *rc
+            : PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                             recvtype, comm);
+}
+
+int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                       MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  const auto rc = layer::reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
+  return rc ? *rc : PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
 }
 
 }  // extern "C"
