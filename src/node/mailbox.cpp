@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 namespace ruccl::node {
@@ -303,27 +304,29 @@ std::span<std::byte> Mailbox::piece_slot(std::size_t from, std::size_t to,
 }
 
 void Mailbox::publish_piece(std::size_t from, std::size_t to, std::uint64_t piece,
-                            std::size_t bytes, std::uint64_t address) {
+                            std::size_t bytes, std::uint64_t address, std::uint64_t stamp) {
   std::byte* data = piece_slot(from, to, piece).data();
-  const std::uint64_t head[3] = {piece, bytes, address};
+  const std::uint64_t head[4] = {piece, bytes, address, stamp};
   std::memcpy(data - kPieceHeader, head, sizeof head);
   atomic_at<std::uint64_t>(channel_at(from, to)).store(piece + 1, std::memory_order_seq_cst);
   ring();
 }
 
 Result<Mailbox::Piece> Mailbox::readable(std::size_t from, std::size_t to, std::uint64_t piece,
-                                         std::size_t bytes) const {
+                                         std::size_t bytes, std::uint64_t stamp) const {
   if (atomic_at<std::uint64_t>(channel_at(from, to)).load(std::memory_order_acquire) <= piece)
     return Piece{};
   const std::span<std::byte> slot = piece_slot(from, to, piece);
-  std::uint64_t head[3] = {0, 0, 0};
+  std::uint64_t head[4] = {0, 0, 0, 0};
   std::memcpy(head, slot.data() - kPieceHeader, sizeof head);
-  if (head[0] != piece || head[1] != bytes || (head[2] == 0 && bytes > slot.size()))
+  if (head[0] != piece || head[1] != bytes || head[3] != stamp ||
+      (head[2] == 0 && bytes > slot.size()))
     return Status(ErrorCode::kProtocolError,
                   name(from) + " wrote piece " + std::to_string(head[0]) + " of " +
-                      std::to_string(head[1]) + " bytes where this rank expected piece " +
-                      std::to_string(piece) + " of " + std::to_string(bytes) +
-                      " bytes (the ranks disagree on the collective's messages)");
+                      std::to_string(head[1]) + " bytes (message " + std::to_string(head[3]) +
+                      ") where this rank expected piece " + std::to_string(piece) + " of " +
+                      std::to_string(bytes) + " bytes (message " + std::to_string(stamp) +
+                      "): the ranks disagree on the collective's messages");
   if (head[2] != 0) return Piece{true, {}, head[2]};
   return Piece{true, std::span<const std::byte>(slot.data(), bytes), 0};
 }
@@ -347,8 +350,12 @@ void Mailbox::withdraw(std::size_t from, std::size_t to) {
   std::byte* c = channel_at(from, to);
   atomic_at<std::uint32_t>(c + kClosedAt).store(1, std::memory_order_seq_cst);
   auto next_check = Clock::now() + kLivenessPeriod;
-  while (atomic_at<std::uint32_t>(c + kReadingAt).load(std::memory_order_seq_cst) != 0) {
-    std::this_thread::yield();  // a read takes microseconds
+  for (int polls = 0; atomic_at<std::uint32_t>(c + kReadingAt).load(std::memory_order_seq_cst) != 0;
+       ++polls) {
+    // A read takes microseconds; a stopped reader (SIGSTOP, a debugger) costs
+    // no core.
+    if (polls < 64) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(100));
     if (Clock::now() >= next_check) {
       if (!alive(to).is_ok()) return;  // a dead process reads nothing
       next_check = Clock::now() + kLivenessPeriod;
@@ -411,9 +418,17 @@ Status Mailbox::wait_until(std::span<const std::size_t> watch, Clock::time_point
   auto sleepers = atomic_at<std::uint32_t>(at(kSleepersAt));
   // A notice fails every wait, also one whose message is there: the mailbox
   // stays failed, like a transport that received a notice.
+  // What was ready counts only if no notice came before it: a rank posts its
+  // notice before anything it publishes after the failure.
+  const auto ready = [&]() -> std::optional<Status> {
+    if (!waiting.ready()) return std::nullopt;
+    if (notices.load(std::memory_order_acquire) != 0)
+      if (Status n = notice(); !n.is_ok()) return n;
+    return Status::ok();
+  };
   for (int spin = 0; spin < 256; ++spin) {
     if (notices.load(std::memory_order_relaxed) != 0) break;
-    if (waiting.ready()) return Status::ok();
+    if (auto r = ready()) return *r;
     cpu_relax();
   }
   const auto start = Clock::now();
@@ -421,7 +436,7 @@ Status Mailbox::wait_until(std::span<const std::size_t> watch, Clock::time_point
   for (;;) {
     if (notices.load(std::memory_order_acquire) != 0)
       if (Status n = notice(); !n.is_ok()) return n;
-    if (waiting.ready()) return Status::ok();
+    if (auto r = ready()) return *r;
     if (abort_ != nullptr && abort_->load(std::memory_order_acquire))
       return Status(ErrorCode::kAborted, "aborted while waiting for " + waiting.what());
     const auto now = Clock::now();
@@ -445,6 +460,9 @@ Status Mailbox::wait_until(std::span<const std::size_t> watch, Clock::time_point
     // deadline, or 1 ms (the abort flag is not rung).
     const std::uint32_t b = bell.load(std::memory_order_seq_cst);
     sleepers.fetch_add(1, std::memory_order_seq_cst);
+    // The count before the loads below, also where a load may pass a
+    // read-modify-write (AArch64): else a publisher may miss this sleeper.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!waiting.ready() && notices.load(std::memory_order_seq_cst) == 0)
       futex_wait(reinterpret_cast<std::uint32_t*>(at(kBellAt)), b,
                  std::min<Clock::duration>(

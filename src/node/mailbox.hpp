@@ -64,7 +64,9 @@ struct MailboxShape {
 // The channel geometry for `ranks` node ranks: kChannelSlots pieces of at
 // most kChannelPiece bytes per ordered pair, the piece cut (to a multiple of
 // 4 KiB, at least 4 KiB) so that all channels together stay within
-// kChannelBound bytes.
+// kChannelBound bytes; a node of more than kChannelRanks ranks has none (its
+// data goes over UCX: the pairs grow with the square of the ranks).
+inline constexpr std::size_t kChannelRanks = 64;
 inline constexpr std::size_t kChannelSlots = 4;
 inline constexpr std::size_t kChannelPiece = std::size_t{256} << 10;
 inline constexpr std::size_t kChannelBound = std::size_t{64} << 20;
@@ -127,8 +129,9 @@ class Mailbox {
   // (read_from) before it releases the slot.
   bool writable(std::size_t from, std::size_t to, std::uint64_t piece) const;
   std::span<std::byte> piece_slot(std::size_t from, std::size_t to, std::uint64_t piece) const;
+  // `stamp` names the message (collective, step, index), checked by the reader.
   void publish_piece(std::size_t from, std::size_t to, std::uint64_t piece, std::size_t bytes,
-                     std::uint64_t address = 0);
+                     std::uint64_t address = 0, std::uint64_t stamp = 0);
   // Consumer: piece `piece` when published (ready), checked to hold `bytes`
   // under its number (kProtocolError naming `from` otherwise): in the slot,
   // or at `address` in the producer's memory; releasing its slot once combined.
@@ -137,8 +140,8 @@ class Mailbox {
     std::span<const std::byte> bytes;  // in the slot (address == 0)
     std::uint64_t address = 0;
   };
-  Result<Piece> readable(std::size_t from, std::size_t to, std::uint64_t piece,
-                         std::size_t bytes) const;
+  Result<Piece> readable(std::size_t from, std::size_t to, std::uint64_t piece, std::size_t bytes,
+                         std::uint64_t stamp = 0) const;
   void release_piece(std::size_t from, std::size_t to, std::uint64_t piece);
   // Whether node rank `rank`'s process can read the memory of every process
   // of the node (watch_processes). Producers toward it publish addresses only then.

@@ -29,10 +29,14 @@ void CloseFd::operator()(int fd) const noexcept { (void)::close(fd); }
 
 Result<Segment> Segment::create(std::size_t bytes, const char* name) {
   if (bytes == 0) return Status(ErrorCode::kInvalidArgument, "a node segment of 0 bytes");
-  UniqueFd fd(::memfd_create(name, MFD_CLOEXEC));
+  UniqueFd fd(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd) return os_error("memfd_create of the node segment");
   if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0)
     return os_error("ftruncate of the node segment to " + std::to_string(bytes) + " bytes");
+  // Its size is final: no process that opens it can shrink it under the
+  // others' mappings (SIGBUS) or grow it.
+  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    return os_error("sealing the node segment's size");
   auto p = map(fd.get(), bytes, "creator");
   RUCCL_TRY(p);
   return Segment(p.value(), bytes, std::move(fd));

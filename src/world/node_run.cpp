@@ -66,17 +66,42 @@ Status NodeRun::step(std::span<const Transfer> sends, std::span<const Transfer> 
   ++step_;
   if (!self_.empty()) RUCCL_TRY(core::exchange(adapter_, work_, local_, self_, combine));
   deadline_ = std::chrono::steady_clock::now() + options_.timeout;
+  // No peer may read this rank's buffers once the call returns: whatever ends
+  // the step but success (an error, an exception) withdraws the address
+  // pieces still offered.
+  struct Guard {
+    explicit Guard(NodeRun& r) : run(r) {}
+    NodeRun& run;
+    bool armed = true;
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    ~Guard() {
+      if (armed) run.withdraw_offered();
+    }
+  } guard{*this};
   Status status = run(combine, deadline_);
-  if (status) return status;
-  // No peer may read this rank's buffers once the call returns.
-  for (std::size_t i = 0; i < outs_used_; ++i)
-    if (outs_[i].direct &&
-        box_.consumed(me_, outs_[i].node_peer) != box_.written(me_, outs_[i].node_peer))
-      box_.withdraw(me_, outs_[i].node_peer);
-  return status.with_context((options_.context.empty()
-                                  ? "collective #" + std::to_string(options_.seq)
-                                  : options_.context) +
-                             " step " + std::to_string(step_ - 1) + " (node shared memory)");
+  if (status) {
+    guard.armed = false;
+    return status;
+  }
+  status =
+      status.with_context((options_.context.empty() ? "collective #" + std::to_string(options_.seq)
+                                                    : options_.context) +
+                          " step " + std::to_string(step_ - 1) + " (node shared memory)");
+  // At once, not only once the error left the algorithm (a hierarchy's other
+  // levels may still run): the node's waiters on this rank stop waiting.
+  box_.notify(me_, options_.seq, status);
+  return status;
+}
+
+void NodeRun::withdraw_offered() noexcept {
+  try {
+    for (std::size_t i = 0; i < outs_used_; ++i)
+      if (outs_[i].direct &&
+          box_.consumed(me_, outs_[i].node_peer) != box_.written(me_, outs_[i].node_peer))
+        box_.withdraw(me_, outs_[i].node_peer);
+  } catch (...) {  // withdraw allocates only to name a dead peer
+  }
 }
 
 Result<bool> NodeRun::push(Stream& s) {
@@ -93,13 +118,13 @@ Result<bool> NodeRun::push(Stream& s) {
     RUCCL_TRY(r);
     if (s.direct) {
       box_.publish_piece(me_, s.node_peer, piece, n * es,
-                         reinterpret_cast<std::uintptr_t>(r.value().src));
+                         reinterpret_cast<std::uintptr_t>(r.value().src), stamp(s));
     } else {
       RUCCL_TRY(
           core::completed(adapter_, queue,
                           adapter_.copy(queue, box_.piece_slot(me_, s.node_peer, piece).data(),
                                         r.value().src, n * es)));
-      box_.publish_piece(me_, s.node_peer, piece, n * es);
+      box_.publish_piece(me_, s.node_peer, piece, n * es, 0, stamp(s));
     }
     moved = true;
     if ((s.done += n) == t.src.count) ++s.at, s.done = 0;
@@ -115,7 +140,7 @@ Result<bool> NodeRun::pull(Stream& s, Combine combine) {
     const Transfer& t = *s.messages[s.at];
     const std::size_t n = std::min(piece_elements_, t.src.count - s.done);
     const std::uint64_t piece = box_.consumed(s.node_peer, me_);
-    auto got = box_.readable(s.node_peer, me_, piece, n * es);
+    auto got = box_.readable(s.node_peer, me_, piece, n * es, stamp(s));
     RUCCL_TRY(got);
     const node::Mailbox::Piece& p = got.value();
     if (!p.ready) break;

@@ -85,10 +85,16 @@ class NodeRun final : public ring::RankRun {
     return options_.peer_base + group_rank * options_.peer_stride - box_.shape().first;
   }
   Status file(std::vector<Stream>& streams, const Transfer& t);
+  // The message a piece belongs to, in its header: the collective's sequence
+  // number, the step, the message's index among the step's to that peer.
+  std::uint64_t stamp(const Stream& s) const {
+    return options_.seq << 32 | std::uint64_t{step_} << 16 | (s.at & 0xffff);
+  }
   Result<bool> push(Stream& s);                   // pieces out while slots are free
   Result<bool> pull(Stream& s, Combine combine);  // pieces in while published
   bool ready() const;                             // a push or pull could progress
   bool drained() const;                           // every address-piece of the step released
+  void withdraw_offered() noexcept;               // the address pieces of the step not yet released
   Status run(Combine combine, std::chrono::steady_clock::time_point deadline);
 
   node::Mailbox& box_;

@@ -442,10 +442,13 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         };
       return o;
     };
-    // Every rank on this node, host or device buffers: the data goes through
-    // the node's channels (NodeRun), not UCX. Drop and corrupt faults model
+    // Every rank on this node: the data goes through the node's channels
+    // (NodeRun), not UCX. Drop and corrupt faults model
     // the wire: they keep UCX.
-    if (node_agreement() && mailbox_->shape().channel_slots > 0 && faulty_.empty()) {
+    // Device buffers that UCX moves itself (CUDA IPC) keep UCX.
+    if (node_agreement() && mailbox_->shape().channel_slots > 0 && faulty_.empty() &&
+        (adapter.kind() == DeviceKind::kHost ||
+         !transports_[local]->supports(transport::MemoryType::kCuda))) {
       const bool across = algorithm == core::Algorithm::kHierarchical;
       NodeRunOptions o{seq,
                        elements,

@@ -391,7 +391,8 @@ class Creation {
     shape.ranks = shape.processes * per_process_;
     shape.slot_bytes = world::wire_words(world_) * sizeof(std::uint64_t) + kNodeFusedBytes;
     shape.lean_bytes = kNodeLeanHeader + kNodeLeanBytes;
-    if (topo_.nodes == 1) {  // the data of larger collectives too (world::NodeRun)
+    // The data of larger collectives too (world::NodeRun), up to kChannelRanks.
+    if (topo_.nodes == 1 && shape.ranks <= node::kChannelRanks) {
       shape.channel_slots = node::kChannelSlots;
       shape.channel_piece = node::channel_piece_for(shape.ranks);
     }

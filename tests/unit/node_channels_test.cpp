@@ -4,6 +4,7 @@
 // waits' deadline and abort. The collectives over them run in tests/mpi
 // (ruccl_mpi_world_matrix_*: every collective over world::NodeRun).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -105,10 +106,20 @@ TEST(NodeChannels, APieceUnlikeTheExpectedOneIsAProtocolError) {
   EXPECT_EQ(wrong_size.status().code(), ErrorCode::kProtocolError);
   EXPECT_NE(wrong_size.status().message().find("rank 0"), std::string::npos)
       << wrong_size.status().message();
-  // A piece too large for the slot, whatever both sides say.
+  // The same size under another message's stamp (another step, collective
+  // or order of messages).
   box.release_piece(0, 1, 0);
-  box.publish_piece(0, 1, 1, 8192);
-  auto too_large = box.readable(0, 1, 1, 8192);
+  box.publish_piece(0, 1, 1, 64, 0, 7);
+  EXPECT_TRUE(box.readable(0, 1, 1, 64, 7).value().ready);
+  auto other_message = box.readable(0, 1, 1, 64, 8);
+  ASSERT_FALSE(other_message.is_ok());
+  EXPECT_EQ(other_message.status().code(), ErrorCode::kProtocolError);
+  EXPECT_NE(other_message.status().message().find("message 7"), std::string::npos)
+      << other_message.status().message();
+  box.release_piece(0, 1, 1);
+  // A piece too large for the slot, whatever both sides say.
+  box.publish_piece(0, 1, 2, 8192);
+  auto too_large = box.readable(0, 1, 2, 8192);
   ASSERT_FALSE(too_large.is_ok());
   EXPECT_EQ(too_large.status().code(), ErrorCode::kProtocolError);
 }
@@ -164,6 +175,13 @@ TEST(NodeChannels, AWaitEndsAtItsDeadlineAndOnAbort) {
       watch, Clock::now() + 10s, [] { return false; }, [] { return std::string("x"); });
   aborter.join();
   EXPECT_EQ(a.code(), ErrorCode::kAborted);
+}
+
+TEST(NodeSegment, ItsSizeIsSealed) {
+  auto seg = Segment::create(1 << 16, "ruccl-test");
+  ASSERT_TRUE(seg.is_ok()) << seg.status().to_string();
+  EXPECT_NE(::ftruncate(seg.value().fd(), 0), 0);  // no process can shrink it under the others
+  EXPECT_NE(::ftruncate(seg.value().fd(), 1 << 20), 0);
 }
 
 TEST(NodeChannels, ThePieceSizeKeepsAllChannelsWithinTheirBound) {
