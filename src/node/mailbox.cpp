@@ -37,8 +37,9 @@ std::size_t round_up(std::size_t n) { return (n + 63) / 64 * 64; }
 constexpr std::size_t kMagicAt = 0, kVersionAt = 8, kTagAt = 16, kBytesAt = 32, kRanksAt = 40,
                       kProcessesAt = 48, kSlotBytesAt = 56, kLeanBytesAt = 96,
                       kChannelSlotsAt = 104, kChannelPieceAt = 112;
-constexpr std::size_t kBellAt = 64, kSleepersAt = 68;  // futex word, waiters asleep
-constexpr std::size_t kNoticesAt = 128;                // notices posted
+// Each rank's bell: the futex word it sleeps on, and whether it sleeps.
+constexpr std::size_t kBellBytes = 64, kSleepersAt = 4;
+constexpr std::size_t kNoticesAt = 128;  // notices posted
 
 template <typename T>
 std::atomic_ref<T> atomic_at(std::byte* p) {
@@ -67,14 +68,15 @@ constexpr std::size_t kChannelControl = 128;
 constexpr std::size_t kPieceHeader = 64;
 
 struct Layout {
-  std::size_t processes_at, notices_at, slots_at, full_stride, lean_stride, rank_stride,
+  std::size_t processes_at, notices_at, bells_at, slots_at, full_stride, lean_stride, rank_stride,
       channels_at, piece_stride, channel_stride, total;
 };
 Layout layout_of(const MailboxShape& s) {
   Layout l{};
   l.processes_at = kControlBytes;
   l.notices_at = l.processes_at + s.processes * kProcessBytes;
-  l.slots_at = l.notices_at + s.ranks * kNoticeBytes;
+  l.bells_at = l.notices_at + s.ranks * kNoticeBytes;
+  l.slots_at = l.bells_at + s.ranks * kBellBytes;
   l.full_stride = round_up(kSlotHeader + s.slot_bytes);
   l.lean_stride = round_up(kSlotHeader + s.lean_bytes);
   l.rank_stride = 2 * (l.full_stride + l.lean_stride);
@@ -202,7 +204,7 @@ void Mailbox::publish(std::size_t rank, std::uint64_t seq, std::size_t bytes, La
   std::byte* s = slot_at(rank, seq, lane);
   std::memcpy(s + 8, &bytes, sizeof bytes);
   atomic_at<std::uint64_t>(s).store(seq + 1, std::memory_order_seq_cst);
-  ring();
+  ring_all();  // every rank reads every slot
 }
 
 // After a seq_cst store of what waiters wait for (a flag, the notices
@@ -210,10 +212,19 @@ void Mailbox::publish(std::size_t rank, std::uint64_t seq, std::size_t bytes, La
 // itself among the sleepers, then checks, then sleeps while the bell is what
 // it read before counting itself: either it sees the store, or this sees it
 // and rings (no lost wake-up; the common case costs one load).
-void Mailbox::ring() {
-  if (atomic_at<std::uint32_t>(at(kSleepersAt)).load(std::memory_order_seq_cst) == 0) return;
-  atomic_at<std::uint32_t>(at(kBellAt)).fetch_add(1, std::memory_order_seq_cst);
-  futex_wake_all(reinterpret_cast<std::uint32_t*>(at(kBellAt)));
+std::byte* Mailbox::bell_at(std::size_t rank) const {
+  return at(layout_of(shape_).bells_at + rank * kBellBytes);
+}
+
+void Mailbox::ring(std::size_t rank) {
+  std::byte* b = bell_at(rank);
+  if (atomic_at<std::uint32_t>(b + kSleepersAt).load(std::memory_order_seq_cst) == 0) return;
+  atomic_at<std::uint32_t>(b).fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(reinterpret_cast<std::uint32_t*>(b));
+}
+
+void Mailbox::ring_all() {
+  for (std::size_t r = 0; r < shape_.ranks; ++r) ring(r);
 }
 
 std::string Mailbox::name(std::size_t rank) const {
@@ -258,7 +269,7 @@ void Mailbox::notify(std::size_t rank, std::uint64_t seq, const Status& error) {
   std::memcpy(n + 32, text.data(), len);
   atomic_at<std::uint32_t>(n).store(2, std::memory_order_release);
   atomic_at<std::uint32_t>(at(kNoticesAt)).fetch_add(1, std::memory_order_seq_cst);
-  ring();
+  ring_all();
 }
 
 Status Mailbox::alive(std::size_t rank) const {
@@ -309,7 +320,7 @@ void Mailbox::publish_piece(std::size_t from, std::size_t to, std::uint64_t piec
   const std::uint64_t head[4] = {piece, bytes, address, stamp};
   std::memcpy(data - kPieceHeader, head, sizeof head);
   atomic_at<std::uint64_t>(channel_at(from, to)).store(piece + 1, std::memory_order_seq_cst);
-  ring();
+  ring(to);  // only the consumer waits for it
 }
 
 Result<Mailbox::Piece> Mailbox::readable(std::size_t from, std::size_t to, std::uint64_t piece,
@@ -375,7 +386,7 @@ Status Mailbox::read_from(std::size_t from, std::size_t to, std::uint64_t addres
     // Its step failed: the notice that says why follows (or came already).
     const std::size_t watch[1] = {from};
     const Status s = await(
-        watch, deadline, [] { return false; },
+        to, watch, deadline, [] { return false; },
         [&] { return "the failure notice of " + name(from) + ", which withdrew its pieces"; });
     return s.is_ok() ? Status(ErrorCode::kInternal, name(from) + " withdrew its pieces") : s;
   }
@@ -408,14 +419,15 @@ Status Mailbox::read_from(std::size_t from, std::size_t to, std::uint64_t addres
 
 void Mailbox::release_piece(std::size_t from, std::size_t to, std::uint64_t piece) {
   atomic_at<std::uint64_t>(channel_at(from, to) + 64).store(piece + 1, std::memory_order_seq_cst);
-  ring();
+  ring(from);  // only the producer waits for a free slot
 }
 
-Status Mailbox::wait_until(std::span<const std::size_t> watch, Clock::time_point deadline,
-                           Waiting& waiting) {
+Status Mailbox::wait_until(std::size_t me, std::span<const std::size_t> watch,
+                           Clock::time_point deadline, Waiting& waiting) {
   auto notices = atomic_at<std::uint32_t>(at(kNoticesAt));
-  auto bell = atomic_at<std::uint32_t>(at(kBellAt));
-  auto sleepers = atomic_at<std::uint32_t>(at(kSleepersAt));
+  std::byte* my_bell = bell_at(me);
+  auto bell = atomic_at<std::uint32_t>(my_bell);
+  auto sleepers = atomic_at<std::uint32_t>(my_bell + kSleepersAt);
   // A notice fails every wait, also one whose message is there: the mailbox
   // stays failed, like a transport that received a notice.
   // What was ready counts only if no notice came before it: a rank posts its
@@ -464,14 +476,14 @@ Status Mailbox::wait_until(std::span<const std::size_t> watch, Clock::time_point
     // read-modify-write (AArch64): else a publisher may miss this sleeper.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!waiting.ready() && notices.load(std::memory_order_seq_cst) == 0)
-      futex_wait(reinterpret_cast<std::uint32_t*>(at(kBellAt)), b,
+      futex_wait(reinterpret_cast<std::uint32_t*>(my_bell), b,
                  std::min<Clock::duration>(
                      {deadline - now, next_check - now, std::chrono::milliseconds(1)}));
     sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
 
-Result<Mailbox::Message> Mailbox::wait(std::size_t rank, std::uint64_t seq,
+Result<Mailbox::Message> Mailbox::wait(std::size_t me, std::size_t rank, std::uint64_t seq,
                                        Clock::time_point deadline, Lane lane) {
   std::byte* full = slot_at(rank, seq, Lane::kFull);
   std::byte* lean = lane == Lane::kLean ? slot_at(rank, seq, Lane::kLean) : nullptr;
@@ -496,7 +508,7 @@ Result<Mailbox::Message> Mailbox::wait(std::size_t rank, std::uint64_t seq,
   std::byte* got = nullptr;
   const std::size_t watch[1] = {rank};
   const auto poll = [&] { return (got = ready()) != nullptr; };
-  RUCCL_TRY(await(watch, deadline, poll, [&] {
+  RUCCL_TRY(await(me, watch, deadline, poll, [&] {
     return name(rank) + "'s message of collective #" + std::to_string(seq) +
            " on the node's shared memory";
   }));

@@ -7,8 +7,9 @@
 // a rank writes the slot of seq + 2 only after every rank published seq + 1,
 // that is after every rank finished reading seq.
 //
-// Waits spin briefly, then yield, then sleep on a futex that every publish
-// and notice rings, so that oversubscribed runs do not burn the cores. Every
+// Waits spin briefly, then yield, then sleep on the waiting rank's own futex
+// bell, rung by what it may wait for (await), so that oversubscribed runs do
+// not burn the cores and a piece wakes only its consumer. Every
 // wait has a deadline, ends on the abort flag, on a failure notice of any rank
 // of the node (the mailbox stays failed: every later wait returns it), and on
 // the death of the awaited rank's process (pidfd; kPeerFailure naming it)
@@ -110,13 +111,14 @@ class Mailbox {
   // The message node rank `rank` published for `seq`, in place (valid until
   // this rank publishes seq + 1): on the full lane; waiting on the lean lane,
   // on either (the full lane wins: that rank went, or fell back, to the
-  // agreement). Callable from one thread per local rank.
+  // agreement). Callable from one thread per local rank; `me` is the waiting
+  // node rank (it sleeps on its own bell).
   struct Message {
     Lane lane = Lane::kFull;
     std::span<const std::byte> bytes;
   };
-  Result<Message> wait(std::size_t rank, std::uint64_t seq, Clock::time_point deadline,
-                       Lane lane = Lane::kFull);
+  Result<Message> wait(std::size_t me, std::size_t rank, std::uint64_t seq,
+                       Clock::time_point deadline, Lane lane = Lane::kFull);
   // ---- Channels: node rank `from` to node rank `to` (from != to), one
   // producer and one consumer; pieces are numbered from 0 over the
   // communicator's life, piece i in slot i % channel_slots.
@@ -161,10 +163,12 @@ class Mailbox {
   // Waits until `ready()` holds, like wait(): spin, yield, then the futex;
   // ends with the notices, the abort flag, the death of a process of the
   // node ranks in `watch`, or kTimeout at `deadline` (its text: "waiting for
-  // " + what()). Every publish and release rings.
+  // " + what()). `me`, the waiting node rank, sleeps on its own bell: a
+  // publish on a lane and a notice ring every rank's, a piece its consumer's,
+  // a release its producer's (only a rank that sleeps costs a wake-up).
   template <typename Ready, typename What>
-  Status await(std::span<const std::size_t> watch, Clock::time_point deadline, Ready&& ready,
-               What&& what);
+  Status await(std::size_t me, std::span<const std::size_t> watch, Clock::time_point deadline,
+               Ready&& ready, What&& what);
 
   // Posts node rank `rank`'s failure notice of collective `seq` (once per
   // rank; later calls do nothing) and wakes every waiter of the node.
@@ -181,7 +185,9 @@ class Mailbox {
   // The first notice posted (the mailbox's lasting error); ok if none.
   Status notice() const;
   std::string name(std::size_t rank) const;  // "rank R (process P, pid N)"
-  void ring();
+  std::byte* bell_at(std::size_t rank) const;
+  void ring(std::size_t rank);  // wakes node rank `rank` if it sleeps
+  void ring_all();
   std::byte* channel_at(std::size_t from, std::size_t to) const;
   // The waiting of wait() and await(): `ready` is polled; kOk when it held.
   struct Waiting {
@@ -189,7 +195,7 @@ class Mailbox {
     virtual std::string what() = 0;
     virtual ~Waiting() = default;
   };
-  Status wait_until(std::span<const std::size_t> watch, Clock::time_point deadline,
+  Status wait_until(std::size_t me, std::span<const std::size_t> watch, Clock::time_point deadline,
                     Waiting& waiting);
 
   Segment segment_;
@@ -201,8 +207,8 @@ class Mailbox {
 };
 
 template <typename Ready, typename What>
-Status Mailbox::await(std::span<const std::size_t> watch, Clock::time_point deadline, Ready&& ready,
-                      What&& what) {
+Status Mailbox::await(std::size_t me, std::span<const std::size_t> watch,
+                      Clock::time_point deadline, Ready&& ready, What&& what) {
   struct W final : Waiting {
     W(Ready& r, What& w) : r_(r), w_(w) {}
     bool ready() override { return r_(); }
@@ -210,7 +216,7 @@ Status Mailbox::await(std::span<const std::size_t> watch, Clock::time_point dead
     Ready& r_;
     What& w_;
   } w(ready, what);
-  return wait_until(watch, deadline, w);
+  return wait_until(me, watch, deadline, w);
 }
 
 }  // namespace ruccl::node

@@ -218,7 +218,7 @@ Status NodeRun::run(Combine combine, std::chrono::steady_clock::time_point deadl
     if (done && drained()) return Status::ok();
     if (moved) continue;
     RUCCL_TRY(box_.await(
-        watch_, deadline, [&] { return done ? drained() : ready(); },
+        me_, watch_, deadline, [&] { return done ? drained() : ready(); },
         [this] {
           std::string peers;
           for (std::size_t r : watch_)

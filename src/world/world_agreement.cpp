@@ -370,7 +370,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         k.sizes[r] = bytes;
         continue;
       }
-      auto m = box.wait(r - base, seq, deadline, node::Lane::kLean);
+      auto m = box.wait(me - base, r - base, seq, deadline, node::Lane::kLean);
       if (!m) {
         box.notify(me - base, seq, m.status());
         return Result<core::RankOutcome>(m.status().with_context(
@@ -550,7 +550,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     const auto deadline = Clock::now() + timeout;
     for (std::size_t r = 0; r < world_; ++r) {
       if (r == me) continue;
-      auto m = box.wait(r - base, seq, deadline, node::Lane::kFull);
+      auto m = box.wait(me - base, r - base, seq, deadline, node::Lane::kFull);
       if (!m) {
         box.notify(me - base, seq, m.status());  // like a failed exchange: tell the node
         return m.status();

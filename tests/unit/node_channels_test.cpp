@@ -52,7 +52,7 @@ TEST(NodeChannels, PiecesFlowInOrderWithinTheSlots) {
     for (std::uint64_t i = 0; i < kPieces; ++i) {
       const std::size_t watch[1] = {1};
       ASSERT_TRUE(box.await(
-                         watch, Clock::now() + 10s, [&] { return box.writable(0, 1, i); },
+                         0, watch, Clock::now() + 10s, [&] { return box.writable(0, 1, i); },
                          [] { return std::string("a free slot"); })
                       .is_ok());
       EXPECT_EQ(box.written(0, 1), i);
@@ -68,7 +68,7 @@ TEST(NodeChannels, PiecesFlowInOrderWithinTheSlots) {
     const std::size_t watch[1] = {0};
     ASSERT_TRUE(
         box.await(
-               watch, Clock::now() + 10s,
+               1, watch, Clock::now() + 10s,
                [&] { return !(p = box.readable(0, 1, i, bytes)).is_ok() || p.value().ready; },
                [] { return std::string("a piece"); })
             .is_ok());
@@ -163,7 +163,7 @@ TEST(NodeChannels, AWaitEndsAtItsDeadlineAndOnAbort) {
   const std::size_t watch[1] = {1};
   const auto start = Clock::now();
   const Status t = box.await(
-      watch, start + 60ms, [] { return false; }, [] { return std::string("nothing"); });
+      0, watch, start + 60ms, [] { return false; }, [] { return std::string("nothing"); });
   EXPECT_EQ(t.code(), ErrorCode::kTimeout);
   EXPECT_GE(Clock::now() - start, 60ms);
   EXPECT_NE(t.message().find("waiting for nothing"), std::string::npos) << t.message();
@@ -172,7 +172,7 @@ TEST(NodeChannels, AWaitEndsAtItsDeadlineAndOnAbort) {
     node.abort.store(true);
   });
   const Status a = box.await(
-      watch, Clock::now() + 10s, [] { return false; }, [] { return std::string("x"); });
+      0, watch, Clock::now() + 10s, [] { return false; }, [] { return std::string("x"); });
   aborter.join();
   EXPECT_EQ(a.code(), ErrorCode::kAborted);
 }
