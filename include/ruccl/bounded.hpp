@@ -77,6 +77,7 @@ class BoundedCommunicator {
     return inner_->all_to_all_v_into(rank, in, send_counts, out, recv_counts, options());
   }
 
+  Status barrier(std::size_t rank) { return inner_->barrier(rank); }
   // The staging of `rank`'s last collective on the inner communicator.
   Result<StagingStats> last_staging(std::size_t rank) const { return inner_->last_staging(rank); }
 

@@ -142,6 +142,35 @@ class Communicator {
                            std::span<const std::size_t> send_counts, const TensorView& out,
                            std::vector<std::size_t>& recv_counts, CallOptions = {});
 
+  // --- barrier: returns on each rank once every rank has called it (a
+  //     collective of no data: it is numbered and agreed like the others).
+  Status barrier(std::size_t rank);
+
+  // --- split (MPI_Comm_split, ncclCommSplit): collective over every rank of
+  //     this communicator. The ranks passing one color >= 0 form a new
+  //     communicator, ranked by (key, rank here); kNoColor: none for this rank
+  //     (Split::comm is null). The ranks of one color in one process get the
+  //     same Communicator object and use it from their threads as here.
+  //     In-process: an in-process communicator of those devices. Spanning
+  //     processes: it opens nothing (no endpoint, no segment) and sends
+  //     through this one's UCX transports under a communicator slot of its
+  //     own (at most 40 live at once on one rank); its collectives between
+  //     processes go over UCX, not yet through the node's shared memory.
+  //     Shared transports are one failure domain: a transport failure (a dead
+  //     peer, a timeout, an abort) ends this communicator and every one split
+  //     from it; a typed error of a call (a mismatch, a bad argument) stays in
+  //     its communicator. Across processes a group needs the same number of
+  //     ranks in each of its processes, consecutive in the new order (keys that
+  //     keep a process's ranks together, e.g. the rank here, do):
+  //     kInvalidArgument otherwise, on every rank of that color. A color below
+  //     kNoColor is kInvalidArgument on every rank.
+  static constexpr std::int64_t kNoColor = -1;
+  struct Split {
+    std::shared_ptr<Communicator> comm;  // null: this rank passed kNoColor
+    std::size_t rank = 0;                // this rank's rank in `comm`
+  };
+  Result<Split> split(std::size_t rank, std::int64_t color, std::int64_t key);
+
   // Wakes every blocked rank with kAborted and makes every later call fail with
   // kAborted. Never waits for the blocked ranks. Across processes, the ranks of
   // other processes get kAborted at once too ("rank R aborted the communicator

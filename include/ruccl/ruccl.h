@@ -200,6 +200,21 @@ ruccl_result_t ruccl_comm_destroy(ruccl_comm_t* comm);
  * fail with it. Returns at once; any thread. `reason` may be NULL. */
 ruccl_result_t ruccl_comm_abort(ruccl_comm_t* comm, const char* reason);
 
+/* Collective over every rank of `comm` (MPI_Comm_split, ncclCommSplit): the
+ * ranks passing one color >= 0 form a new communicator, ranked by (key, rank
+ * in `comm`); *new_rank is this rank's rank there. RUCCL_SPLIT_NO_COLOR: no
+ * communicator for this rank (*new_comm = NULL). Every rank gets a handle of
+ * its own (the ranks of one color in one process share the communicator
+ * behind them); free each with ruccl_comm_destroy. The new communicator
+ * shares `comm`'s transports (see Communicator::split in communicator.hpp:
+ * one failure domain; across processes the same number of ranks in each
+ * process, consecutive in the new order). */
+#define RUCCL_SPLIT_NO_COLOR (-1)
+ruccl_result_t ruccl_comm_split(ruccl_comm_t* comm, size_t rank, int64_t color, int64_t key,
+                                ruccl_comm_t** new_comm, size_t* new_rank);
+/* Returns once every rank of `comm` has called it. */
+ruccl_result_t ruccl_barrier(ruccl_comm_t* comm, size_t rank);
+
 ruccl_result_t ruccl_comm_world_size(const ruccl_comm_t* comm, size_t* world_size);
 ruccl_result_t ruccl_comm_first_rank(const ruccl_comm_t* comm, size_t* first_rank);
 ruccl_result_t ruccl_comm_local_count(const ruccl_comm_t* comm, size_t* local_count);

@@ -41,10 +41,7 @@ Result<Blobs> ExchangeBootstrap::all_gather(std::span<const std::byte> blob, con
   return core::catch_to_status(ErrorCode::kInternal, label_, [&]() -> Result<Blobs> {
     auto by_index = exchange(blob, wait, "all_gather");
     RUCCL_TRY(by_index);
-    Blobs by_process(processes_);
-    for (std::size_t i = 0; i < processes_; ++i)
-      by_process[layout_.process_of_rank[i]] = std::move(by_index.value()[i]);
-    return by_process;
+    return by_process(layout_, std::move(by_index).value());
   });
 }
 

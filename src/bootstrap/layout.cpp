@@ -110,4 +110,11 @@ void plan_round(std::span<const std::size_t> size_of_rank,
   }
 }
 
+Blobs by_process(const Layout& layout, Blobs by_rank) {
+  Blobs out(by_rank.size());
+  for (std::size_t r = 0; r < by_rank.size(); ++r)
+    out[layout.process_of_rank[r]] = std::move(by_rank[r]);
+  return out;
+}
+
 }  // namespace ruccl::bootstrap::detail

@@ -42,6 +42,11 @@ Result<Layout> layout_from_leaders(std::span<const int> leader_of_rank, std::siz
 Result<Layout> layout_from_hostnames(std::span<const std::vector<std::byte>> names,
                                      std::size_t index, std::string hostname);
 
+// Blobs indexed by rank (MPI rank, or a bootstrap's own index) put into
+// process order: result[layout.process_of_rank[r]] = by_rank[r]. `by_rank` has
+// one blob per rank of the layout.
+Blobs by_process(const Layout& layout, Blobs by_rank);
+
 // "process 1" or "processes 1, 4": the indices that never arrived.
 std::string missing_list(std::span<const std::size_t> missing);
 

@@ -138,10 +138,7 @@ class MpiBootstrap final : public Bootstrap {
     return core::catch_to_status(ErrorCode::kInternal, "bootstrap", [&]() -> Result<Blobs> {
       auto by_rank = exchange(blob, wait, "bootstrap all_gather");
       RUCCL_TRY(by_rank);
-      Blobs blobs(size_);
-      for (std::size_t r = 0; r < size_; ++r)
-        blobs[layout_.process_of_rank[r]] = std::move(by_rank.value()[r]);
-      return blobs;
+      return detail::by_process(layout_, std::move(by_rank).value());
     });
   }
 

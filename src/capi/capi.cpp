@@ -266,6 +266,29 @@ ruccl_result_t ruccl_comm_abort(ruccl_comm_t* comm, const char* reason) {
   return ruccl::capi::to_c(s.code());
 }
 
+ruccl_result_t ruccl_comm_split(ruccl_comm_t* comm, size_t rank, int64_t color, int64_t key,
+                                ruccl_comm_t** new_comm, size_t* new_rank) {
+  if (new_comm) *new_comm = nullptr;
+  if (!comm) return RUCCL_ERROR_INVALID_ARGUMENT;
+  const Status s = catch_to_status(ErrorCode::kInternal, "", [&]() -> Status {
+    if (!new_comm || !new_rank)
+      return Status(ErrorCode::kInvalidArgument, "new_comm or new_rank is NULL");
+    auto split = comm->comm->split(rank, color, key);
+    RUCCL_TRY(split);
+    *new_rank = split.value().rank;
+    if (split.value().comm) ruccl::capi::wrap(std::move(split.value().comm), new_comm);
+    return Status::ok();
+  });
+  return ruccl::capi::record(*comm, rank, "ruccl_comm_split", s);
+}
+
+ruccl_result_t ruccl_barrier(ruccl_comm_t* comm, size_t rank) {
+  if (!comm) return RUCCL_ERROR_INVALID_ARGUMENT;
+  const Status s = catch_to_status(ErrorCode::kInternal, "",
+                                   [&]() -> Status { return comm->comm->barrier(rank); });
+  return ruccl::capi::record(*comm, rank, "ruccl_barrier", s);
+}
+
 ruccl_result_t ruccl_comm_world_size(const ruccl_comm_t* comm, size_t* world_size) {
   if (!comm || !world_size) return RUCCL_ERROR_INVALID_ARGUMENT;
   *world_size = comm->comm->world_size();

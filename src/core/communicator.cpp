@@ -7,14 +7,18 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <new>
 #include <thread>
 
 #include "core/call_observer.hpp"
+#include "core/catch_to_status.hpp"
 #include "core/engine.hpp"
 #include "core/fault.hpp"
 #include "core/remote_ranks.hpp"
 #include "core/rendezvous.hpp"
+#include "core/split.hpp"
 
 namespace ruccl {
 
@@ -78,6 +82,18 @@ struct Communicator::Impl {
   std::atomic<bool> user_aborted{false};  // abort() was called: kAborted is no failure to dump
   // Per rank: inside a call (its collective is next_seq - 1), for abort()'s notice.
   std::vector<std::atomic<bool>> in_call = std::vector<std::atomic<bool>>(devices.size());
+  // split(): the communicator of a color, made by its first member rank of
+  // this process to get there and taken by the others (keyed by the split's
+  // all-gather sequence number and the color; dropped when all took it).
+  struct PendingSplit {
+    std::optional<Result<std::shared_ptr<Communicator>>> comm;
+    std::size_t left = 0;  // member ranks of this process yet to take it
+  };
+  std::mutex split_mutex;
+  std::map<std::pair<std::uint64_t, std::int64_t>, PendingSplit> pending_splits;
+  // The split's new communicator of `plan` (this process's part), made once.
+  Result<std::shared_ptr<Communicator>> split_child(std::uint64_t seq, std::int64_t color,
+                                                    const core::SplitPlan& plan);
 };
 
 namespace {
@@ -523,6 +539,104 @@ Result<StagingStats> Communicator::last_staging(std::size_t rank) const {
     return Status(ErrorCode::kInvalidArgument,
                   "last_staging: rank " + std::to_string(rank) + " has completed no collective yet");
   return *stats;
+}
+
+namespace {
+
+// dst = src through the adapter (either may be device memory), then waits.
+Status copy_now(DeviceAdapter& adapter, DeviceId device, void* dst, const void* src,
+                std::size_t bytes) {
+  const Queue queue{device, nullptr};
+  auto ticket = adapter.copy(queue, dst, src, bytes);
+  RUCCL_TRY(ticket);
+  return adapter.wait(queue, ticket.value());
+}
+
+}  // namespace
+
+Status Communicator::barrier(std::size_t rank) {
+  // A collective of no data: numbered, agreed with every rank (across
+  // processes each rank hears from every other) and completed by none before
+  // all arrived.
+  const std::size_t local = rank - impl_->first;
+  const DeviceId device =
+      rank >= impl_->first && local < impl_->devices.size() ? impl_->devices[local] : DeviceId{};
+  const TensorView none = TensorView::of(nullptr, DataType::kU8, 0, device);
+  return all_reduce_into(rank, none, none, ReduceOp::kMax);
+}
+
+Result<Communicator::Split> Communicator::split(std::size_t rank, std::int64_t color,
+                                                std::int64_t key) {
+  Impl& m = *impl_;
+  const std::size_t local = rank - m.first;
+  if (rank < m.first || local >= m.devices.size())
+    return Status(ErrorCode::kInvalidArgument,
+                  "split: rank " + std::to_string(rank) + " is not served by this communicator");
+  return core::catch_to_status(ErrorCode::kInternal, "split", [&]() -> Result<Split> {
+    // Every rank's entry through this communicator's own all-gather: agreed,
+    // bounded by the deadline and abortable like any collective.
+    constexpr std::size_t kWords = 3;
+    const std::uint64_t seq = m.next_seq[local].load();
+    const std::int64_t mine[kWords] = {color, key,
+                                       static_cast<std::int64_t>(
+                                           m.remote ? m.remote->slots_in_use(local) : 0)};
+    const DeviceId device = m.devices[local];
+    const std::size_t bytes = sizeof(mine);
+    auto in = m.adapter->allocate(device, bytes);
+    RUCCL_TRY(in);
+    auto out = m.adapter->allocate(device, bytes * m.world);
+    RUCCL_TRY(out);
+    RUCCL_TRY(copy_now(*m.adapter, device, in.value().get(), mine, bytes));
+    RUCCL_TRY(all_gather_into(rank,
+                              TensorView::of(in.value().get(), DataType::kI64, kWords, device),
+                              TensorView::of(out.value().get(), DataType::kI64, kWords * m.world,
+                                             device)));
+    std::vector<std::int64_t> words(kWords * m.world);
+    RUCCL_TRY(copy_now(*m.adapter, device, words.data(), out.value().get(), bytes * m.world));
+    std::vector<core::SplitEntry> entries(m.world);
+    for (std::size_t r = 0; r < m.world; ++r)
+      entries[r] = {words[kWords * r], words[kWords * r + 1],
+                    static_cast<std::uint64_t>(words[kWords * r + 2])};
+    RUCCL_TRY(core::check_colors(entries));
+    if (color == kNoColor) return Split{};
+    auto plan =
+        core::plan_split(entries, color, m.first, m.devices.size(), m.remote != nullptr, 64);
+    RUCCL_TRY(plan);
+    auto child = m.split_child(seq, color, plan.value());
+    RUCCL_TRY(child);
+    const auto at = std::find(plan.value().members.begin(), plan.value().members.end(), rank);
+    return Split{std::move(child).value(),
+                 static_cast<std::size_t>(at - plan.value().members.begin())};
+  });
+}
+
+Result<std::shared_ptr<Communicator>> Communicator::Impl::split_child(std::uint64_t seq,
+                                                                      std::int64_t color,
+                                                                      const core::SplitPlan& plan) {
+  std::lock_guard lock(split_mutex);
+  PendingSplit& pending = pending_splits[{seq, color}];
+  if (!pending.comm) {  // the first member here: make it (local work only, no wait)
+    pending.left = plan.per_process;
+    pending.comm =
+        core::catch_to_status(ErrorCode::kInternal, "split",
+                              [&]() -> Result<std::shared_ptr<Communicator>> {
+                                std::vector<DeviceId> devs;
+                                if (!remote) {
+                                  for (std::size_t r : plan.members) devs.push_back(devices[r]);
+                                  return Communicator::create(std::move(devs), adapter, config);
+                                }
+                                for (std::size_t l = 0; l < plan.per_process; ++l)
+                                  devs.push_back(devices[plan.members[plan.first + l] - first]);
+                                auto part = remote->child(plan.members, plan.first,
+                                                          plan.per_process, plan.slot, config);
+                                RUCCL_TRY(part);
+                                return make_communicator(std::move(devs), adapter, config,
+                                                         std::move(part).value(), fault_plan);
+                              });
+  }
+  Result<std::shared_ptr<Communicator>> out = *pending.comm;
+  if (--pending.left == 0) pending_splits.erase({seq, color});
+  return out;
 }
 
 std::uint64_t Communicator::next_sequence(std::size_t rank) const {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,15 @@ class RemoteRanks {
   virtual void abort(const std::vector<std::pair<std::uint64_t, Status>>& notices) = 0;
   virtual std::size_t first_rank() const = 0;  // global rank of this process's local index 0
   virtual std::size_t world() const = 0;       // ranks in all processes
+  // Communicator::split. The communicator slots in use on local rank
+  // `local`'s links (bit s: slot s; world/shared_links.hpp).
+  virtual std::uint64_t slots_in_use(std::size_t local) const = 0;
+  // The child world of `members` (this world's ranks, in the child's rank
+  // order), sharing this world's links under `slot`: this process serves
+  // members[first .. first + per_process). Local: nothing is sent.
+  virtual Result<std::unique_ptr<RemoteRanks>> child(std::span<const std::size_t> members,
+                                                     std::size_t first, std::size_t per_process,
+                                                     std::uint32_t slot, const Config& config) = 0;
   // Bytes of input one agreement message carries beside the fingerprint
   // (CallShape::fused_capacity).
   virtual std::size_t fused_capacity() const = 0;

@@ -162,12 +162,7 @@ std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
 std::optional<int> barrier(MPI_Comm comm) {
   Route* r = routed(Coll::kBarrier, comm, Why::kRouted);
   if (r == nullptr) return std::nullopt;
-  // An all-reduce of one byte: no rank returns before every rank has entered.
-  return run(Coll::kBarrier, comm, [&]() -> Status {
-    std::uint8_t token = 0;
-    return r->comm->all_reduce_into(r->rank, host_view(&token, DataType::kU8, 1),
-                                    host_view(&token, DataType::kU8, 1), ReduceOp::kMax);
-  });
+  return run(Coll::kBarrier, comm, [&]() -> Status { return r->comm->barrier(r->rank); });
 }
 
 }  // namespace ruccl::mpi_layer

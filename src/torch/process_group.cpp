@@ -314,11 +314,8 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& /*opts*/) override {
-    return post(c10d::OpType::BARRIER, "barrier", {}, [this]() -> Status {
-      const at::Tensor one = at::zeros({1}, at::kByte);
-      const TensorView v = TensorView::of(one.data_ptr(), DataType::kU8, 1, device_);
-      return comm_->all_reduce_into(rank(), v, v, ReduceOp::kMax);
-    });
+    return post(c10d::OpType::BARRIER, "barrier", {},
+                [this]() -> Status { return comm_->barrier(rank()); });
   }
 
  private:

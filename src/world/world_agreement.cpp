@@ -26,6 +26,7 @@
 #include "world/faulty_transport.hpp"
 #include "world/fingerprint_codec.hpp"
 #include "world/node_run.hpp"
+#include "world/shared_links.hpp"
 
 namespace ruccl::world {
 namespace {
@@ -34,7 +35,6 @@ using transport::Clock;
 constexpr std::uint32_t kDataComm = 0;     // tag comm field of algorithm messages
 constexpr std::uint32_t kControlComm = 1;  // ... of fingerprint messages
 constexpr std::uint32_t kAcrossComm = 2;   // ... of a hierarchical all-reduce's inter-process rings
-constexpr auto kCloseBound = std::chrono::seconds(2);  // graceful endpoint closes at destruction
 // Messages between processes carry at most this much even under a larger byte
 // budget: a reducing step combines each message while it is still in cache
 // (np=2 all-reduce of 16 MiB on the development VM: 1 MiB pieces ran 0.87-0.90
@@ -179,17 +179,22 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
 
 class WorldRemoteRanks final : public core::RemoteRanks {
  public:
-  WorldRemoteRanks(std::unique_ptr<std::atomic<bool>> abort_flag,
-                   std::unique_ptr<bootstrap::Bootstrap> boot,
-                   std::vector<std::unique_ptr<transport::Transport>> transports,
-                   std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world,
-                   std::size_t nodes, const Config& config,
+  // The root of `links` (views empty, mailbox links->mailbox), or a child of
+  // it (its own transport views, no mailbox): see shared_links.hpp.
+  // root_peer[r]: this world's rank r in the root's numbering; root_local[i]:
+  // this world's local rank i among the root's.
+  WorldRemoteRanks(std::shared_ptr<SharedLinks> links,
+                   std::vector<std::unique_ptr<transport::Transport>> views,
+                   std::vector<std::size_t> root_peer, std::vector<std::size_t> root_local,
+                   std::size_t first, std::size_t world, std::size_t nodes, const Config& config,
                    std::shared_ptr<const core::FaultPlan> faults)
       : logger_(config),
-        abort_flag_(std::move(abort_flag)),
-        bootstrap_(std::move(boot)),
-        transports_(std::move(transports)),
-        mailbox_(std::move(mailbox)),
+        links_(std::move(links)),
+        views_(std::move(views)),
+        transports_(transports_of(*links_, views_)),
+        mailbox_(views_.empty() ? links_->mailbox.get() : nullptr),
+        root_peer_(std::move(root_peer)),
+        root_local_(std::move(root_local)),
         first_(first),
         world_(world),
         nodes_(nodes),
@@ -204,7 +209,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // processes are watched through the node's pidfds instead.
     if (mailbox_)
       for (auto& t : transports_)
-        t->watch_peers([box = mailbox_.get()](std::size_t peer) -> Status {
+        t->watch_peers([box = mailbox_](std::size_t peer) -> Status {
           const std::size_t first = box->shape().first;
           if (peer < first || peer - first >= box->shape().ranks) return Status::ok();
           return box->alive(peer - first);
@@ -213,20 +218,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       for (std::size_t i = 0; i < per_process_; ++i)
         faulty_.push_back(make_faulty_transport(*transports_[i], *faults_, first_ + i));
   }
-  ~WorldRemoteRanks() override {
-    // Graceful closes (ucp_ep_close_nbx, flushing) need every worker of every
-    // process to make progress at the same time, so each local transport closes
-    // on its own thread. Whatever does not close within the bound is
-    // force-closed by the transport's destructor.
-    std::vector<std::thread> closers;
-    try {
-      for (auto& t : transports_)
-        closers.emplace_back([&t] { (void)t->close(Clock::now() + kCloseBound); });
-    } catch (...) {  // no thread: the destructors force-close
-    }
-    for (auto& c : closers) c.join();
-    transports_.clear();  // before the bootstrap, which may finalise MPI
-  }
+  // The last communicator of the links to go closes the transports
+  // (~SharedLinks).
+  ~WorldRemoteRanks() override = default;
 
   // Each local transport sends its abort notice (at once when idle, else at
   // the end of the call in progress), then every blocked exchange of every
@@ -239,10 +233,48 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         mailbox_->notify(first_ + local - mailbox_->shape().first, notices[local].first,
                          notices[local].second);
     }
-    abort_flag_->store(true);
+    links_->abort_flag->store(true);
   }
   std::size_t first_rank() const override { return first_; }
   std::size_t world() const override { return world_; }
+
+  std::uint64_t slots_in_use(std::size_t local) const override {
+    return local < root_local_.size() ? links_->slots[root_local_[local]].load() : 0;
+  }
+  // A child over views of the root's transports (shared_links.hpp); local:
+  // nothing is sent.
+  Result<std::unique_ptr<core::RemoteRanks>> child(std::span<const std::size_t> members,
+                                                   std::size_t first, std::size_t per_process,
+                                                   std::uint32_t slot,
+                                                   const Config& config) override {
+    if (slot == 0 || slot >= kMaxSlots)
+      return Status(ErrorCode::kUnsupported,
+                    "split: no communicator slot is free on every member's transport (at most " +
+                        std::to_string(kMaxSlots - 1) +
+                        " communicators split from one world may share a rank at once)");
+    if (per_process == 0 || first > members.size() || per_process > members.size() - first)
+      return Status(ErrorCode::kInternal, "split: this process's members lie outside the group");
+    std::vector<std::size_t> root_peer(members.size()), root_local(per_process);
+    for (std::size_t j = 0; j < members.size(); ++j) {
+      if (members[j] >= world_)
+        return Status(ErrorCode::kInternal, "split: member " + std::to_string(members[j]) +
+                                                " is not a rank of the world");
+      root_peer[j] = root_peer_[members[j]];
+    }
+    std::vector<std::unique_ptr<transport::Transport>> views;
+    for (std::size_t l = 0; l < per_process; ++l) {
+      const std::size_t rank = members[first + l];
+      if (rank < first_ || rank - first_ >= per_process_)
+        return Status(ErrorCode::kInternal,
+                      "split: rank " + std::to_string(rank) + " is not served by this process");
+      root_local[l] = root_local_[rank - first_];
+      views.push_back(make_transport_view(links_, root_local[l], root_peer, slot));
+    }
+    return std::unique_ptr<core::RemoteRanks>(
+        std::make_unique<WorldRemoteRanks>(links_, std::move(views), std::move(root_peer),
+                                           std::move(root_local), first, members.size(), nodes_,
+                                           config, faults_));
+  }
 
   // Receives take any message up to what one message holds (kMaxUpToBytes).
   // On the node: what a mailbox slot holds beside the record.
@@ -566,10 +598,21 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   }
 
   core::Logger logger_;  // TRACE lines of the executors (the core logs the rest)
-  std::unique_ptr<std::atomic<bool>> abort_flag_;  // read by the transports: outlives them
-  std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
-  std::vector<std::unique_ptr<transport::Transport>> transports_;
-  std::unique_ptr<node::Mailbox> mailbox_;  // the node's shared memory; null: none
+  static std::vector<transport::Transport*> transports_of(
+      const SharedLinks& links, const std::vector<std::unique_ptr<transport::Transport>>& views) {
+    std::vector<transport::Transport*> out;
+    for (const auto& t : views.empty() ? links.transports : views) out.push_back(t.get());
+    return out;
+  }
+
+  // The root's transports, mailbox, bootstrap and abort flag, shared with
+  // every communicator split from it; destroyed last.
+  const std::shared_ptr<SharedLinks> links_;
+  std::vector<std::unique_ptr<transport::Transport>> views_;  // a child's; empty: the root
+  std::vector<transport::Transport*> transports_;             // per local rank
+  node::Mailbox* mailbox_;  // the node's shared memory (the root's only); null: none
+  const std::vector<std::size_t> root_peer_;   // this world's rank -> the root's
+  const std::vector<std::size_t> root_local_;  // this world's local rank -> the root's
   const std::size_t first_;
   const std::size_t world_;
   const std::size_t nodes_;
@@ -614,9 +657,16 @@ std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::vector<std::unique_ptr<transport::Transport>> transports,
     std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world, std::size_t nodes,
     const Config& config, std::shared_ptr<const core::FaultPlan> faults) {
-  return std::make_unique<WorldRemoteRanks>(std::move(abort_flag), std::move(boot),
-                                            std::move(transports), std::move(mailbox), first, world,
-                                            nodes, config, std::move(faults));
+  const std::size_t per_process = transports.size();
+  auto links = std::make_shared<SharedLinks>(std::move(abort_flag), std::move(boot),
+                                             std::move(transports), std::move(mailbox));
+  std::vector<std::size_t> root_peer(world), root_local(per_process);
+  for (std::size_t r = 0; r < world; ++r) root_peer[r] = r;
+  for (std::size_t i = 0; i < per_process; ++i) root_local[i] = i;
+  return std::make_unique<WorldRemoteRanks>(std::move(links),
+                                            std::vector<std::unique_ptr<transport::Transport>>{},
+                                            std::move(root_peer), std::move(root_local), first,
+                                            world, nodes, config, std::move(faults));
 }
 
 }  // namespace ruccl::world

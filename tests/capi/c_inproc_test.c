@@ -183,8 +183,48 @@ static void test_all_to_all_v(RankArgs* a) {
   }
 }
 
+/* ruccl_comm_split by parity of the rank, keys reversed; a sum over the new
+ * communicator and a barrier on both; the last rank passes no color. */
+static void test_split_and_barrier(RankArgs* a) {
+  ruccl_comm_t* half = NULL;
+  size_t half_rank = 99, half_size = 0, s, members = 0, want_rank = 0;
+  const int last = a->world > 1 && a->rank == a->world - 1;
+  const int64_t color = last ? RUCCL_SPLIT_NO_COLOR : (int64_t)(a->rank % 2);
+  int64_t x = (int64_t)a->rank, y = -1, want = 0;
+  if (!call_ok(a, ruccl_comm_split(a->comm, a->rank, color, -(int64_t)a->rank, &half, &half_rank),
+               "comm_split"))
+    return;
+  if (last) {
+    check(a, half == NULL, "comm_split without a color", 0);
+  } else {
+    for (s = 0; s < a->world; ++s) {
+      if (s % 2 != a->rank % 2 || (a->world > 1 && s == a->world - 1)) continue;
+      ++members;
+      want += (int64_t)s;
+      if (s > a->rank) ++want_rank; /* keys reversed: higher ranks come first */
+    }
+    check(a,
+          half != NULL && ruccl_comm_world_size(half, &half_size) == RUCCL_SUCCESS &&
+              half_size == members,
+          "comm_split size", members);
+    check(a, half_rank == want_rank, "comm_split rank", half_rank);
+    if (half &&
+        ruccl_all_reduce(half, half_rank, &x, &y, 1, RUCCL_I64, RUCCL_SUM, NULL) != RUCCL_SUCCESS) {
+      fprintf(stderr, "split all_reduce: %s\n", ruccl_comm_last_error(half, half_rank));
+      a->failures++;
+    }
+    check(a, y == want, "split all_reduce", 0);
+    if (half && ruccl_barrier(half, half_rank) != RUCCL_SUCCESS) a->failures++;
+  }
+  call_ok(a, ruccl_barrier(a->comm, a->rank), "barrier");
+  check(a, ruccl_comm_split(a->comm, a->rank, 0, 0, NULL, &half_rank) != RUCCL_SUCCESS,
+        "comm_split with a NULL new_comm", 0);
+  ruccl_comm_destroy(half);
+}
+
 static void* rank_main(void* arg) {
   RankArgs* a = arg;
+  test_split_and_barrier(a);
   test_all_reduce(a);
   test_reduce(a);
   test_broadcast(a);
