@@ -38,6 +38,9 @@ namespace core {
 class RemoteRanks;
 class FaultPlan;
 }  // namespace core
+namespace bootstrap {
+class Bootstrap;
+}  // namespace bootstrap
 
 enum class CollectiveKind : std::uint8_t {
   kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAllToAllV
@@ -195,6 +198,11 @@ class Communicator {
   friend Result<std::shared_ptr<Communicator>> make_communicator(
       std::vector<DeviceId>, std::shared_ptr<DeviceAdapter>, Config,
       std::unique_ptr<core::RemoteRanks>, std::shared_ptr<const core::FaultPlan>);
+  // A split by member list, collective over the members only (internal:
+  // src/core/remote_ranks.hpp).
+  friend Result<std::shared_ptr<Communicator>> split_members(Communicator&, std::size_t,
+                                                             std::span<const std::size_t>,
+                                                             bootstrap::Bootstrap&);
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -27,8 +27,9 @@ Result<MpiScope> MpiScope::acquire() {
   if (mpi_initialized()) return MpiScope(false);
   // SERIALIZED, not MULTIPLE: the bootstrap never makes two MPI calls at once,
   // but they may come from different threads (ruccl's worker threads).
+  // PMPI_, like the finalise below: the PMPI layer intercepts MPI_Init_thread.
   int provided = MPI_THREAD_SINGLE;
-  RUCCL_TRY(mpi_status(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
+  RUCCL_TRY(mpi_status(PMPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
                        "MPI_Init_thread"));
   // A library that grants less still works when every call comes from the
   // thread that created the bootstrap, which is the common case; keep going.

@@ -639,6 +639,39 @@ Result<std::shared_ptr<Communicator>> Communicator::Impl::split_child(std::uint6
   return out;
 }
 
+Result<std::shared_ptr<Communicator>> split_members(Communicator& parent, std::size_t rank,
+                                                    std::span<const std::size_t> members,
+                                                    bootstrap::Bootstrap& boot) {
+  Communicator::Impl& m = *parent.impl_;
+  if (!m.remote || m.devices.size() != 1)
+    return Status(ErrorCode::kUnsupported,
+                  "split by members: needs a world communicator with one rank per process");
+  if (rank != m.first)
+    return Status(ErrorCode::kInvalidArgument,
+                  "split by members: rank " + std::to_string(rank) + " is not served here");
+  return core::catch_to_status(
+      ErrorCode::kInternal, "split", [&]() -> Result<std::shared_ptr<Communicator>> {
+        std::vector<core::SplitEntry> entries(m.world);
+        for (std::size_t j = 0; j < members.size(); ++j) {
+          if (members[j] >= m.world || entries[members[j]].color == 0)
+            return Status(ErrorCode::kInvalidArgument,
+                          "split by members: member " + std::to_string(j) + " (rank " +
+                              std::to_string(members[j]) + ") is out of range or repeated");
+          entries[members[j]] = {0, static_cast<std::int64_t>(j), 0};
+        }
+        if (entries[rank].color != 0)
+          return Status(ErrorCode::kInvalidArgument,
+                        "split by members: rank " + std::to_string(rank) + " is not a member");
+        auto plan = core::plan_split(entries, 0, m.first, 1, true, 64);
+        RUCCL_TRY(plan);
+        auto part =
+            m.remote->child_by_members(plan.value().members, plan.value().first, boot, m.config);
+        RUCCL_TRY(part);
+        return make_communicator({m.devices[0]}, m.adapter, m.config, std::move(part).value(),
+                                 m.fault_plan);
+      });
+}
+
 std::uint64_t Communicator::next_sequence(std::size_t rank) const {
   const std::size_t local = rank - impl_->first;
   return rank >= impl_->first && local < impl_->next_seq.size() ? impl_->next_seq[local].load() : 0;

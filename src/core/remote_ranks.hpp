@@ -20,6 +20,10 @@
 #include "core/selection.hpp"
 #include "ring/rank_run.hpp"
 
+namespace ruccl::bootstrap {
+class Bootstrap;
+}  // namespace ruccl::bootstrap
+
 namespace ruccl::core {
 
 // The step executors of one rank for one collective.
@@ -55,6 +59,13 @@ class RemoteRanks {
   virtual Result<std::unique_ptr<RemoteRanks>> child(std::span<const std::size_t> members,
                                                      std::size_t first, std::size_t per_process,
                                                      std::uint32_t slot, const Config& config) = 0;
+  // The same for a split by member list (split_members below), collective
+  // over the members' processes only, which `boot` connects (one rank per
+  // process; member i is process i of `boot`): they agree on the slot through
+  // it and, when they share a node, map a node segment of their own.
+  virtual Result<std::unique_ptr<RemoteRanks>> child_by_members(
+      std::span<const std::size_t> members, std::size_t first, bootstrap::Bootstrap& boot,
+      const Config& config) = 0;
   // Bytes of input one agreement message carries beside the fingerprint
   // (CallShape::fused_capacity).
   virtual std::size_t fused_capacity() const = 0;
@@ -100,3 +111,21 @@ Result<std::shared_ptr<Communicator>> make_world_communicator(
     std::unique_ptr<RemoteRanks> remote, std::shared_ptr<const FaultPlan> faults);
 
 }  // namespace ruccl::core
+
+namespace ruccl {
+// A split by member list (the MPI layer's communicators, made at their first
+// routed call, collectively over their own processes only): `parent` is a
+// world communicator serving one rank per process, `rank` its rank here;
+// `members` are ranks of `parent` in the new rank order (this rank among
+// them), and `boot` connects their processes, member i being process i of
+// it (an MPI bootstrap over a communicator whose processes are on one node,
+// or ordered as the members). The new communicator sends through views of
+// parent's transports under a slot free on every member (agreed through
+// `boot`) and, when the members share a node, has a node segment of its own.
+// kUnsupported: in process, several ranks per process, no slot left, or
+// `boot` orders the processes otherwise (the same on every member);
+// kInvalidArgument: members out of range, repeated, or without `rank`.
+Result<std::shared_ptr<Communicator>> split_members(Communicator& parent, std::size_t rank,
+                                                    std::span<const std::size_t> members,
+                                                    bootstrap::Bootstrap& boot);
+}  // namespace ruccl

@@ -22,17 +22,16 @@ Result<SplitPlan> plan_split(std::span<const SplitEntry> entries, std::int64_t c
   SplitPlan plan;
   for (std::size_t r = 0; r < entries.size(); ++r)
     if (entries[r].color == color) plan.members.push_back(r);
-  std::stable_sort(plan.members.begin(), plan.members.end(), [&](std::size_t a, std::size_t b) {
-    return entries[a].key < entries[b].key;
-  });
+  std::stable_sort(plan.members.begin(), plan.members.end(),
+                   [&](std::size_t a, std::size_t b) { return entries[a].key < entries[b].key; });
   const auto here = [&](std::size_t r) { return r >= first_rank && r - first_rank < per_process; };
   const auto found = std::find_if(plan.members.begin(), plan.members.end(), here);
   if (found == plan.members.end())
-    return Status(ErrorCode::kInternal, "split: color " + std::to_string(color) +
-                                            " has no rank in this process");
+    return Status(ErrorCode::kInternal,
+                  "split: color " + std::to_string(color) + " has no rank in this process");
   plan.first = static_cast<std::size_t>(found - plan.members.begin());
-  plan.per_process = static_cast<std::size_t>(
-      std::count_if(plan.members.begin(), plan.members.end(), here));
+  plan.per_process =
+      static_cast<std::size_t>(std::count_if(plan.members.begin(), plan.members.end(), here));
   if (!spanning) return plan;
 
   // Every process's members: one block of `run` consecutive ranks each.

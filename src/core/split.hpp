@@ -34,7 +34,8 @@ Status check_colors(std::span<const SplitEntry> entries);
 // This process serves ranks [first_rank, first_rank + per_process); with
 // `spanning` (processes ordered by rank, per_process ranks each), every
 // process of the group must hold the same number of members, consecutive in
-// the new order (kInvalidArgument naming the process otherwise). `max_slots`: slots are 1 .. max_slots - 1 (spanning only).
+// the new order (kInvalidArgument naming the process otherwise). `max_slots`: slots are 1 ..
+// max_slots - 1 (spanning only).
 Result<SplitPlan> plan_split(std::span<const SplitEntry> entries, std::int64_t color,
                              std::size_t first_rank, std::size_t per_process, bool spanning,
                              std::uint32_t max_slots);

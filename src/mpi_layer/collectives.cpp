@@ -213,6 +213,22 @@ int MPI_Barrier(MPI_Comm comm) {
   return rc ? *rc : PMPI_Barrier(comm);
 }
 
+// MPI_COMM_WORLD's ruccl communicator is made here, while every process is
+// here anyway, so that every later communicator can be split from it (one
+// set of transports per process; route.cpp). Fortran's mpi_init calls
+// PMPI_Init itself: there the world's is made at its first routed call.
+int MPI_Init(int* argc, char*** argv) {
+  const int rc = PMPI_Init(argc, argv);
+  if (rc == MPI_SUCCESS) layer::Registry::get().at_init();
+  return rc;
+}
+
+int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS) layer::Registry::get().at_init();
+  return rc;
+}
+
 int MPI_Finalize(void) {
   layer::Registry::get().finalize();
   return PMPI_Finalize();

@@ -103,6 +103,10 @@ Registry::Registry() {
   if (level == MPI_THREAD_MULTIPLE && blocked_ == Why::kRouted) blocked_ = Why::kThreadMultiple;
 }
 
+void Registry::at_init() {
+  if (blocked_ == Why::kRouted) (void)route(MPI_COMM_WORLD);
+}
+
 void Registry::finalize() {
   if (config_.log_level() >= LogLevel::kInfo) {
     for (std::size_t c = 0; c < kColls; ++c) {
@@ -122,6 +126,12 @@ void Registry::finalize() {
                    why.c_str());
     }
   }
+  if (config_.log_level() >= LogLevel::kInfo)
+    std::fprintf(stderr,
+                 "[ruccl mpi layer] MPI rank %d: communicators: %llu shared the world's "
+                 "transports, %llu opened their own\n",
+                 mpi_rank_, static_cast<unsigned long long>(shared_routes_),
+                 static_cast<unsigned long long>(own_routes_));
   // Deleting the attribute runs drop() for each Route still alive.
   std::vector<MPI_Comm> comms;
   {

@@ -95,6 +95,10 @@ class Registry {
   // to return (ruccl's code for s.code(); its string is ruccl's message).
   int fail(MPI_Comm comm, Coll c, const Status& s);
 
+  // MPI_Init / MPI_Init_thread: makes MPI_COMM_WORLD's Route (collectively)
+  // unless nothing may be routed (RUCCL_MPI=0, MPI_THREAD_MULTIPLE).
+  void at_init();
+
   // MPI_Finalize: prints the counts (RUCCL_DEBUG=INFO or more), frees every
   // Route and the attribute key. MPI calls still work.
   void finalize();
@@ -113,7 +117,10 @@ class Registry {
   std::array<std::array<std::atomic<std::uint64_t>, kWhys>, kColls> counts_{};
   int keyval_ = MPI_KEYVAL_INVALID;
   Route* world_ = nullptr;  // MPI_COMM_WORLD's, looked up without an attribute
-  std::mutex mutex_;        // guards routes_
+  // Routes made (RUCCL_DEBUG=INFO prints them at MPI_Finalize): split from
+  // the world's transports, or over transports of their own.
+  std::uint64_t shared_routes_ = 0, own_routes_ = 0;
+  std::mutex mutex_;  // guards routes_
   std::list<std::unique_ptr<Route>> routes_;
   struct ErrorSlot {
     int error_class = 0, code = 0;  // 0: not created yet

@@ -11,10 +11,19 @@
 // marks the Route failed and falls back for good. Then the ranks learn how
 // ruccl numbered them (processes by node, then MPI rank) with one ruccl
 // all_gather of each MPI rank.
+//
+// Once MPI_COMM_WORLD has its Route, every other communicator's is split
+// from it by member list (connect_shared): no new UCX context, worker,
+// endpoint or segment, only a communicator slot on the world's transports,
+// and ruccl's ranks are the communicator's MPI ranks. Where that is refused
+// (no slot left, which every process sees alike) the communicator opens its
+// own world as above.
 #include <cstring>
+#include <numeric>
 
 #include "bootstrap/mpi_bootstrap.hpp"
 #include "core/catch_to_status.hpp"
+#include "core/remote_ranks.hpp"  // split_members
 #include "mpi_layer/registry.hpp"
 #include "world/from_bootstrap.hpp"
 
@@ -56,6 +65,65 @@ Status connect(Route& r, MPI_Comm comm, const Config& config) {
   return Status::ok();
 }
 
+// A communicator split from the world's: its processes, in the order of a
+// bootstrap over `comm` (by node, then MPI rank, as every world), over the
+// world's transports; the slot and the node segment are agreed through that
+// bootstrap (split_members), so every process of `comm` gets the
+// communicator or the same error.
+Status connect_shared(Route& r, MPI_Comm comm, const Route& world, const Config& config) {
+  bootstrap::MpiBootstrapOptions options;
+  options.timeout = config.timeout();
+  auto boot = bootstrap::mpi_bootstrap(comm, options);
+  RUCCL_TRY(boot);
+  int size = 0, me = 0;
+  PMPI_Comm_size(comm, &size);
+  PMPI_Comm_rank(comm, &me);
+  // comm's MPI rank of each process of the bootstrap
+  const std::int32_t mine = me;
+  auto ranks =
+      boot.value()->all_gather(std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
+                               bootstrap::Wait::within(config.timeout()));
+  RUCCL_TRY(ranks);
+  const auto n = static_cast<std::size_t>(size);
+  if (ranks.value().size() != n)
+    return Status(ErrorCode::kInternal, "mpi layer: the bootstrap has another size");
+  std::vector<int> rank_of_process(n), in_world(n);
+  for (std::size_t p = 0; p < n; ++p) {
+    std::int32_t v = -1;
+    if (ranks.value()[p].size() == sizeof v) std::memcpy(&v, ranks.value()[p].data(), sizeof v);
+    if (v < 0 || v >= size)
+      return Status(ErrorCode::kProtocolError,
+                    "mpi layer: process " + std::to_string(p) + " sent a bad rank record");
+    rank_of_process[p] = v;
+  }
+  MPI_Group group = MPI_GROUP_NULL, world_group = MPI_GROUP_NULL;
+  PMPI_Comm_group(comm, &group);
+  PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  PMPI_Group_translate_ranks(group, size, rank_of_process.data(), world_group, in_world.data());
+  PMPI_Group_free(&group);
+  PMPI_Group_free(&world_group);
+  std::vector<std::size_t> members(n);
+  for (std::size_t p = 0; p < n; ++p) {
+    const int w = in_world[p];
+    if (w < 0 || static_cast<std::size_t>(w) >= world.ruccl_of_mpi.size())
+      return Status(ErrorCode::kInternal,
+                    "mpi layer: a process of a communicator is not in MPI_COMM_WORLD");
+    members[p] = world.ruccl_of_mpi[static_cast<std::size_t>(w)];
+  }
+  auto made = split_members(*world.comm, world.rank, members, *boot.value());
+  RUCCL_TRY(made);
+  r.comm = std::move(made).value();
+  r.rank = r.comm->first_rank();
+  r.size = n;
+  r.ruccl_of_mpi.assign(n, 0);
+  r.identity = true;
+  for (std::size_t p = 0; p < n; ++p) {
+    r.ruccl_of_mpi[static_cast<std::size_t>(rank_of_process[p])] = p;
+    r.identity = r.identity && static_cast<std::size_t>(rank_of_process[p]) == p;
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Route* Registry::route(MPI_Comm comm) {
@@ -79,8 +147,23 @@ Route* Registry::create(MPI_Comm comm) {
   if (inter != 0) {
     r->failed = Why::kIntercomm;
   } else {
-    const Status s = core::catch_to_status(ErrorCode::kInternal, "mpi layer",
-                                           [&] { return connect(*r, comm, config_); });
+    Status s(ErrorCode::kUnsupported, "MPI_COMM_WORLD has no Route");
+    if (comm != MPI_COMM_WORLD && world_ != nullptr && world_->comm) {
+      s = core::catch_to_status(ErrorCode::kInternal, "mpi layer",
+                                [&] { return connect_shared(*r, comm, *world_, config_); });
+      if (!s && config_.log_level() >= LogLevel::kInfo)
+        std::fprintf(stderr,
+                     "[ruccl mpi layer] MPI rank %d: a communicator opens its own transports: %s\n",
+                     mpi_rank_, s.to_string().c_str());
+    }
+    if (s) {
+      ++shared_routes_;
+    } else {
+      r->comm.reset();
+      s = core::catch_to_status(ErrorCode::kInternal, "mpi layer",
+                                [&] { return connect(*r, comm, config_); });
+      if (s) ++own_routes_;
+    }
     if (!s.is_ok()) {
       r->failed = Why::kCreateFailed;
       r->comm.reset();

@@ -35,8 +35,7 @@ inline constexpr std::uint32_t kMaxSlots = transport::kFirstReservedComm / kComm
 static_assert(kMaxSlots <= 64, "slots in use are kept as a 64-bit mask");
 
 struct SharedLinks {
-  SharedLinks(std::unique_ptr<std::atomic<bool>> abort,
-              std::unique_ptr<bootstrap::Bootstrap> boot,
+  SharedLinks(std::unique_ptr<std::atomic<bool>> abort, std::unique_ptr<bootstrap::Bootstrap> boot,
               std::vector<std::unique_ptr<transport::Transport>> links,
               std::unique_ptr<node::Mailbox> box);
   // Closes the transports (each on its own thread: graceful closes need every

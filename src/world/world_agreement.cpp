@@ -6,9 +6,12 @@
 // Creation (world_creation.cpp) hands it the bootstrap and the transports.
 #include "world/world_remote_ranks.hpp"
 
+#include <sys/random.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -183,16 +186,19 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   // it (its own transport views, no mailbox): see shared_links.hpp.
   // root_peer[r]: this world's rank r in the root's numbering; root_local[i]:
   // this world's local rank i among the root's.
+  // `own_mailbox`: a child's node segment (split by member list); null: none.
   WorldRemoteRanks(std::shared_ptr<SharedLinks> links,
                    std::vector<std::unique_ptr<transport::Transport>> views,
                    std::vector<std::size_t> root_peer, std::vector<std::size_t> root_local,
                    std::size_t first, std::size_t world, std::size_t nodes, const Config& config,
-                   std::shared_ptr<const core::FaultPlan> faults)
+                   std::shared_ptr<const core::FaultPlan> faults,
+                   std::unique_ptr<node::Mailbox> own_mailbox = nullptr)
       : logger_(config),
         links_(std::move(links)),
         views_(std::move(views)),
         transports_(transports_of(*links_, views_)),
-        mailbox_(views_.empty() ? links_->mailbox.get() : nullptr),
+        own_mailbox_(std::move(own_mailbox)),
+        mailbox_(views_.empty() ? links_->mailbox.get() : own_mailbox_.get()),
         root_peer_(std::move(root_peer)),
         root_local_(std::move(root_local)),
         first_(first),
@@ -247,6 +253,14 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                                                    std::size_t first, std::size_t per_process,
                                                    std::uint32_t slot,
                                                    const Config& config) override {
+    return child(members, first, per_process, slot, config, nodes_, nullptr);
+  }
+  // The child's views (and its node segment `box`, if any).
+  Result<std::unique_ptr<core::RemoteRanks>> child(std::span<const std::size_t> members,
+                                                   std::size_t first, std::size_t per_process,
+                                                   std::uint32_t slot, const Config& config,
+                                                   std::size_t nodes,
+                                                   std::unique_ptr<node::Mailbox> box) {
     if (slot == 0 || slot >= kMaxSlots)
       return Status(ErrorCode::kUnsupported,
                     "split: no communicator slot is free on every member's transport (at most " +
@@ -272,8 +286,73 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     }
     return std::unique_ptr<core::RemoteRanks>(
         std::make_unique<WorldRemoteRanks>(links_, std::move(views), std::move(root_peer),
-                                           std::move(root_local), first, members.size(), nodes_,
-                                           config, faults_));
+                                           std::move(root_local), first, members.size(), nodes,
+                                           config, faults_, std::move(box)));
+  }
+
+  // One rank per process; member i is process i of `boot`. Step 1 agrees on
+  // the slot (the OR of every member's slots in use; member 0 adds a random
+  // tag for a node segment); step 2 maps the members' own node segment when
+  // they share a node (share_node_memory).
+  Result<std::unique_ptr<core::RemoteRanks>> child_by_members(std::span<const std::size_t> members,
+                                                              std::size_t first,
+                                                              bootstrap::Bootstrap& boot,
+                                                              const Config& config) override {
+    const bootstrap::Topology& topo = boot.topology();
+    Status local = Status::ok();
+    if (per_process_ != 1 || topo.processes != members.size() || topo.process != first)
+      local = Status(ErrorCode::kUnsupported,
+                     "split by members: process " + std::to_string(topo.process) + " of " +
+                         std::to_string(topo.processes) + " holds member " + std::to_string(first) +
+                         " of " + std::to_string(members.size()) +
+                         " (the bootstrap must order the processes as the members)");
+    struct Record {
+      std::uint64_t slots = 0;
+      node::Tag tag{};
+    } mine;
+    mine.slots = links_->slots[root_local_[0]].load();
+    if (first == 0 && local) {
+      std::size_t got = 0;
+      while (local && got < mine.tag.size()) {
+        const ssize_t n = getrandom(mine.tag.data() + got, mine.tag.size() - got, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) local = Status(ErrorCode::kInternal, "split by members: getrandom failed");
+        else got += static_cast<std::size_t>(n);
+      }
+    }
+    auto all =
+        bootstrap::agree_outcome(boot, local,
+                                 std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
+                                 "split by members (slots)",
+                                 bootstrap::Wait::within(config.timeout()));
+    RUCCL_TRY(all);
+    std::uint64_t used = 1;
+    Record first_record;
+    for (std::size_t p = 0; p < all.value().size(); ++p) {
+      Record r;
+      if (all.value()[p].size() != sizeof r)
+        return Status(ErrorCode::kProtocolError,
+                      "split by members: process " + std::to_string(p) + " sent a record of " +
+                          std::to_string(all.value()[p].size()) + " bytes");
+      std::memcpy(&r, all.value()[p].data(), sizeof r);
+      used |= r.slots;
+      if (p == 0) first_record = r;
+    }
+    std::uint32_t slot = kMaxSlots;
+    for (std::uint32_t s = 1; s < kMaxSlots; ++s)
+      if ((used >> s & 1u) == 0) {
+        slot = s;
+        break;
+      }
+    if (slot == kMaxSlots) return child(members, first, 1, slot, config);  // the same error
+    std::unique_ptr<node::Mailbox> box;
+    if (config.intra_node_shared_memory() && topo.nodes == 1 && members.size() >= 2) {
+      auto shared = share_node_memory(boot, 1, members.size(), config, first_record.tag,
+                                      links_->abort_flag.get());
+      RUCCL_TRY(shared);
+      box = std::move(shared).value();
+    }
+    return child(members, first, 1, slot, config, topo.nodes, std::move(box));
   }
 
   // Receives take any message up to what one message holds (kMaxUpToBytes).
@@ -610,6 +689,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   const std::shared_ptr<SharedLinks> links_;
   std::vector<std::unique_ptr<transport::Transport>> views_;  // a child's; empty: the root
   std::vector<transport::Transport*> transports_;             // per local rank
+  std::unique_ptr<node::Mailbox> own_mailbox_;  // a child's node segment (split by members)
   node::Mailbox* mailbox_;  // the node's shared memory (the root's only); null: none
   const std::vector<std::size_t> root_peer_;   // this world's rank -> the root's
   const std::vector<std::size_t> root_local_;  // this world's local rank -> the root's

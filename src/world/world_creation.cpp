@@ -289,6 +289,94 @@ node::Tag segment_tag(const transport::JobToken& token, std::size_t first_proces
   return tag;
 }
 
+}  // namespace
+
+Result<std::unique_ptr<node::Mailbox>> world::share_node_memory(
+    bootstrap::Bootstrap& boot, std::size_t per_process, std::size_t world, const Config& config,
+    const node::Tag& tag, const std::atomic<bool>* abort) {
+  const bootstrap::Topology& topo = boot.topology();
+  std::unique_ptr<node::Mailbox> mailbox;
+  const std::size_t node_first = topo.process - topo.local_process;
+  node::MailboxShape shape;
+  shape.processes = topo.local_processes;
+  shape.per_process = per_process;
+  shape.ranks = shape.processes * per_process;
+  shape.slot_bytes = world::wire_words(world) * sizeof(std::uint64_t) + kNodeFusedBytes;
+  shape.lean_bytes = kNodeLeanHeader + kNodeLeanBytes;
+  // The data of larger collectives too (world::NodeRun), up to kChannelRanks.
+  if (topo.nodes == 1 && shape.ranks <= node::kChannelRanks) {
+    shape.channel_slots = node::kChannelSlots;
+    shape.channel_piece = node::channel_piece_for(shape.ranks);
+  }
+  shape.first = node_first * per_process;
+  shape.first_process = node_first;
+  const bool leader = topo.local_process == 0;
+  std::optional<node::Segment> created;
+  Status local = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
+    if (!leader || shape.processes < 2) return Status::ok();
+    auto seg = node::Segment::create(node::segment_bytes(shape), "ruccl-node");
+    RUCCL_TRY(seg);
+    node::Mailbox::lay_out(seg.value(), shape, tag);
+    created = std::move(seg).value();
+    return Status::ok();
+  });
+  const NodeRecord mine = my_node_record(created ? created->fd() : -1);
+  std::vector<std::byte> payload;
+  for (std::uint64_t v : {mine.ipc, mine.pid_ns, mine.pid, mine.fd}) put_u64(payload, v);
+  auto agreed =
+      bootstrap::agree_outcome(boot, local, payload, "creation (share memory on the node)",
+                               bootstrap::Wait::within(config.timeout()));
+  RUCCL_TRY(agreed);
+  // Every process of the node reads the same records, so all decide alike.
+  std::vector<NodeRecord> records(shape.processes);
+  bool shared = shape.processes >= 2;
+  for (std::size_t p = 0; p < shape.processes; ++p) {
+    const auto& blob = agreed.value()[node_first + p];
+    std::size_t at = 0;
+    NodeRecord& r = records[p];
+    if (!get_u64(blob, at, r.ipc) || !get_u64(blob, at, r.pid_ns) || !get_u64(blob, at, r.pid) ||
+        !get_u64(blob, at, r.fd) || at != blob.size())
+      return Status(ErrorCode::kProtocolError, "creation (share memory on the node): process " +
+                                                   std::to_string(node_first + p) +
+                                                   " sent a malformed record of " +
+                                                   std::to_string(blob.size()) + " bytes");
+    shared = shared && r.ipc != 0 && r.ipc == records[0].ipc && r.pid_ns != 0 &&
+             r.pid_ns == records[0].pid_ns;
+  }
+  if (!shared) return mailbox;
+  Status mapped = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
+    node::Segment seg;
+    if (leader) {
+      seg = std::move(*created);
+    } else {
+      if (records[0].pid == 0 || records[0].pid > INT_MAX || records[0].fd > INT_MAX)
+        return Status(ErrorCode::kProtocolError, "creation (share memory on the node): process " +
+                                                     std::to_string(node_first) +
+                                                     " names no segment");
+      auto opened =
+          node::Segment::open(static_cast<pid_t>(records[0].pid), static_cast<int>(records[0].fd),
+                              node::segment_bytes(shape));
+      RUCCL_TRY(opened);
+      seg = std::move(opened).value();
+    }
+    auto box = node::Mailbox::attach(std::move(seg), shape, tag, topo.local_process, abort);
+    RUCCL_TRY(box);
+    mailbox = std::make_unique<node::Mailbox>(std::move(box).value());
+    return Status::ok();
+  });
+  auto all_mapped =
+      bootstrap::agree_outcome(boot, mapped, {}, "creation (share memory on the node: map)",
+                               bootstrap::Wait::within(config.timeout()));
+  RUCCL_TRY(all_mapped);
+  // Every process mapped the segment: the descriptors go (the memory stays
+  // until the last process unmaps it).
+  mailbox->close_segment_fd();
+  RUCCL_TRY(mailbox->watch_processes(config.node_single_copy()));
+  return mailbox;
+}
+
+namespace {
+
 // One process's creation of a world communicator, as its named steps; each
 // step ends in an agreement of outcome (above), so that all processes leave
 // at the same step with the same error.
@@ -384,84 +472,12 @@ class Creation {
   // 4. Share memory on the node: the node segment and its mailboxes.
   Status share_memory() {
     if (!config_.intra_node_shared_memory()) return Status::ok();
-    const std::size_t node_first = topo_.process - topo_.local_process;
-    node::MailboxShape shape;
-    shape.processes = topo_.local_processes;
-    shape.per_process = per_process_;
-    shape.ranks = shape.processes * per_process_;
-    shape.slot_bytes = world::wire_words(world_) * sizeof(std::uint64_t) + kNodeFusedBytes;
-    shape.lean_bytes = kNodeLeanHeader + kNodeLeanBytes;
-    // The data of larger collectives too (world::NodeRun), up to kChannelRanks.
-    if (topo_.nodes == 1 && shape.ranks <= node::kChannelRanks) {
-      shape.channel_slots = node::kChannelSlots;
-      shape.channel_piece = node::channel_piece_for(shape.ranks);
-    }
-    shape.first = node_first * per_process_;
-    shape.first_process = node_first;
-    const node::Tag tag = segment_tag(token_, node_first);
-    const bool leader = topo_.local_process == 0;
-    std::optional<node::Segment> created;
-    Status local = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
-      if (!leader || shape.processes < 2) return Status::ok();
-      auto seg = node::Segment::create(node::segment_bytes(shape), "ruccl-node");
-      RUCCL_TRY(seg);
-      node::Mailbox::lay_out(seg.value(), shape, tag);
-      created = std::move(seg).value();
-      return Status::ok();
-    });
-    const NodeRecord mine = my_node_record(created ? created->fd() : -1);
-    std::vector<std::byte> payload;
-    for (std::uint64_t v : {mine.ipc, mine.pid_ns, mine.pid, mine.fd}) put_u64(payload, v);
-    auto agreed =
-        bootstrap::agree_outcome(*boot_, local, payload, "creation (share memory on the node)",
-                                 bootstrap::Wait::within(config_.timeout()));
-    RUCCL_TRY(agreed);
-    // Every process of the node reads the same records, so all decide alike.
-    std::vector<NodeRecord> records(shape.processes);
-    bool shared = shape.processes >= 2;
-    for (std::size_t p = 0; p < shape.processes; ++p) {
-      const auto& blob = agreed.value()[node_first + p];
-      std::size_t at = 0;
-      NodeRecord& r = records[p];
-      if (!get_u64(blob, at, r.ipc) || !get_u64(blob, at, r.pid_ns) || !get_u64(blob, at, r.pid) ||
-          !get_u64(blob, at, r.fd) || at != blob.size())
-        return Status(ErrorCode::kProtocolError, "creation (share memory on the node): process " +
-                                                     std::to_string(node_first + p) +
-                                                     " sent a malformed record of " +
-                                                     std::to_string(blob.size()) + " bytes");
-      shared = shared && r.ipc != 0 && r.ipc == records[0].ipc && r.pid_ns != 0 &&
-               r.pid_ns == records[0].pid_ns;
-    }
-    if (!shared) return Status::ok();
-    Status mapped = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
-      node::Segment seg;
-      if (leader) {
-        seg = std::move(*created);
-      } else {
-        if (records[0].pid == 0 || records[0].pid > INT_MAX || records[0].fd > INT_MAX)
-          return Status(ErrorCode::kProtocolError, "creation (share memory on the node): process " +
-                                                       std::to_string(node_first) +
-                                                       " names no segment");
-        auto opened =
-            node::Segment::open(static_cast<pid_t>(records[0].pid), static_cast<int>(records[0].fd),
-                                node::segment_bytes(shape));
-        RUCCL_TRY(opened);
-        seg = std::move(opened).value();
-      }
-      auto box =
-          node::Mailbox::attach(std::move(seg), shape, tag, topo_.local_process, abort_flag_.get());
-      RUCCL_TRY(box);
-      mailbox_ = std::make_unique<node::Mailbox>(std::move(box).value());
-      return Status::ok();
-    });
-    auto all_mapped =
-        bootstrap::agree_outcome(*boot_, mapped, {}, "creation (share memory on the node: map)",
-                                 bootstrap::Wait::within(config_.timeout()));
-    RUCCL_TRY(all_mapped);
-    // Every process mapped the segment: the descriptors go (the memory stays
-    // until the last process unmaps it).
-    mailbox_->close_segment_fd();
-    return mailbox_->watch_processes(config_.node_single_copy());
+    auto box = world::share_node_memory(*boot_, per_process_, world_, config_,
+                                        segment_tag(token_, topo_.process - topo_.local_process),
+                                        abort_flag_.get());
+    RUCCL_TRY(box);
+    mailbox_ = std::move(box).value();
+    return Status::ok();
   }
 
   // RUCCL_DEBUG=INFO: the world, the memory path, the UCX lanes to each peer.

@@ -28,4 +28,15 @@ std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world, std::size_t nodes,
     const Config& config, std::shared_ptr<const core::FaultPlan> faults);
 
+// The node segment of a world's processes on this node (creation's step 4,
+// and a split by member list whose members share a node): the node's first
+// process of `boot` creates it and the others map it, when every one shares
+// its IPC and PID namespaces; each wait agreed through `boot` (Config's
+// timeout). Null: nothing to share (one process on the node, namespaces
+// differ). `tag` marks the segment as this world's; `abort` outlives it.
+Result<std::unique_ptr<node::Mailbox>> share_node_memory(bootstrap::Bootstrap& boot,
+                                                         std::size_t per_process, std::size_t world,
+                                                         const Config& config, const node::Tag& tag,
+                                                         const std::atomic<bool>* abort);
+
 }  // namespace ruccl::world

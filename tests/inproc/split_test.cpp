@@ -84,7 +84,8 @@ TEST_P(Split, AllRanksInReverseOrderOutliveTheParent) {
         RANK_CHECK(f, rank, g.value()[c] == static_cast<std::int64_t>(world - 1 - c),
                    "child rank " << c << " gave " << g.value()[c]);
       auto s = sum_i64(*split.comm, child_rank, rank, static_cast<std::int64_t>(child_rank));
-      RANK_CHECK(f, rank, s.is_ok() && s.value() == static_cast<std::int64_t>(world * (world - 1) / 2),
+      RANK_CHECK(f, rank,
+                 s.is_ok() && s.value() == static_cast<std::int64_t>(world * (world - 1) / 2),
                  "all_reduce: " << describe(s.status()));
       RANK_CHECK(f, rank, split.comm->barrier(child_rank).is_ok(), "barrier");
     }
@@ -133,8 +134,10 @@ TEST_P(Split, TensorByDataParallelThroughBoundedCommunicators) {
       const std::size_t g = rank / block, l = rank % block;
       for (std::size_t i = 0; i < kCount; ++i) {
         double want_t = 0, want_d = 0;
-        for (std::size_t j = 0; j < block; ++j) want_t += static_cast<double>((g * block + j) * 1000 + i);
-        for (std::size_t j = 0; j < blocks; ++j) want_d += static_cast<double>((j * block + l) * 1000 + i);
+        for (std::size_t j = 0; j < block; ++j)
+          want_t += static_cast<double>((g * block + j) * 1000 + i);
+        for (std::size_t j = 0; j < blocks; ++j)
+          want_d += static_cast<double>((j * block + l) * 1000 + i);
         RANK_CHECK(f, rank, tv[i] == static_cast<float>(want_t), "tp [" << i << "] " << tv[i]);
         RANK_CHECK(f, rank, dv[i] == static_cast<float>(want_d), "dp [" << i << "] " << dv[i]);
         if (tv[i] != static_cast<float>(want_t) || dv[i] != static_cast<float>(want_d)) return;
@@ -242,8 +245,11 @@ TEST_P(Split, AbortOfAChild) {
     auto s = parent->split(rank, 0, static_cast<std::int64_t>(rank));
     RANK_CHECK(f, rank, s.is_ok(), "split: " << describe(s.status()));
     if (!s.is_ok()) return;
+    // Rank 0 aborts once its call returned; another rank may still be
+    // completing the same call then, and get the abort instead.
     auto n = sum_i64(*s->comm, s->rank, rank, 1);
-    RANK_CHECK(f, rank, n.is_ok(), "before the abort: " << describe(n.status()));
+    RANK_CHECK(f, rank, n.is_ok() || (rank != 0 && n.status().code() == ErrorCode::kAborted),
+               "before the abort: " << describe(n.status()));
     if (rank == 0) s->comm->abort("test aborts the child");
     auto after = sum_i64(*s->comm, s->rank, rank, 1);
     RANK_CHECK(f, rank, after.status().code() == ErrorCode::kAborted,

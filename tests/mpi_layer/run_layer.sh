@@ -4,7 +4,8 @@
 #   run_layer.sh <mode> <np> <layer.so> <program | script.py> [mpiexec]
 # modes:
 #   routed    RUCCL_DEBUG=INFO: the program says OK and, on every rank, every
-#             collective it calls was routed at least once
+#             collective it calls was routed at least once, and only
+#             MPI_COMM_WORLD's communicator opened transports
 #   off       RUCCL_MPI=0: the program says OK and nothing was routed
 #   chosen    RUCCL_MPI_COLLS=allreduce,barrier: only those are routed
 #   multiple  a script.py under MPI_THREAD_MULTIPLE: OK, and nothing routed
@@ -40,7 +41,11 @@ case $mode in
     for c in $colls; do
       n=$(grep -cE "MPI rank [0-9]+: $c routed [1-9][0-9]*," "$out")
       [ "$n" -eq "$np" ] || fail "$c routed on $n of $np ranks"
-    done ;;
+    done
+    # Only MPI_COMM_WORLD's communicator opens transports; the program's
+    # duplicates and splits share them.
+    n=$(grep -cE "MPI rank [0-9]+: communicators: [0-9]+ shared the world's transports, 1 opened their own" "$out")
+    [ "$n" -eq "$np" ] || fail "communicators opened transports of their own on $((np - n)) of $np ranks" ;;
   off)
     run "${pre[@]}" -x RUCCL_DEBUG=INFO -x RUCCL_MPI=0 "$program" || fail "exit code $?"
     grep -q ": OK" "$out" || fail "no OK line"

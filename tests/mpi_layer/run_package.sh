@@ -37,6 +37,14 @@ run() {
   timeout 100 "$mpiexec" --allow-run-as-root --oversubscribe -np "$np" --timeout 90 "${pre[@]}" "$@" \
     >"$out.out" 2>"$out.err" || fail "$out run: exit code $?"
 }
+# shared_on_every_rank <at least>: only MPI_COMM_WORLD's communicator opened
+# transports, and at least that many were split from it.
+shared_on_every_rank() {
+  local n
+  n=$(grep -E "\[ruccl mpi layer\] MPI rank [0-9]+: communicators: [0-9]+ shared the world's transports, 1 opened their own" layer.err |
+    awk -v least="$1" '$8 >= least' | wc -l)
+  [ "$n" -eq "$np" ] || fail "communicators split from the world's on $n of $np ranks (want >= $1, one own)"
+}
 # routed_on_every_rank <regex of collective names>
 routed_on_every_rank() {
   local n
@@ -60,6 +68,7 @@ case $what in
     [ "$(grep -cE '^ +[0-9]+ ' plain.thermo)" -eq 11 ] || fail "plain run: not 11 thermo rows"
     diff plain.thermo layer.thermo >thermo.diff || fail "thermo output differs: $(cat thermo.diff)"
     routed_on_every_rank MPI_Allreduce
+    shared_on_every_rank 0
     echo "$(grep -cE '^ +[0-9]+ ' layer.thermo) thermo rows agree; routed on rank 0:"
     grep -E "MPI rank 0: .* routed [1-9]" layer.err ;;
   scalapack)
@@ -77,8 +86,9 @@ case $what in
     grep -qv PASSED plain.tests layer.tests && fail "a test did not pass"
     diff plain.tests layer.tests >tests.diff || fail "the tests differ: $(cat tests.diff)"
     routed_on_every_rank "MPI_Allreduce|MPI_Reduce|MPI_Bcast|MPI_Barrier"
+    shared_on_every_rank 1
     echo "$(wc -l <layer.tests) tests passed with and without the layer; counts on rank 0:"
-    grep -E "MPI rank 0: MPI_(Allreduce|Reduce|Bcast|Barrier) " layer.err ;;
+    grep -E "MPI rank 0: (MPI_(Allreduce|Reduce|Bcast|Barrier) |communicators)" layer.err ;;
   *) echo "unknown program $what"; exit 2 ;;
 esac
 echo "ok ($what, np=$np)"

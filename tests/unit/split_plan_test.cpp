@@ -54,8 +54,8 @@ TEST(SplitPlan, BlocksAcrossProcesses) {
   auto split_run = plan_split(entries({0, 0, 0, 1}, {0, 2, 1, 0}), 0, 0, 2, true, 64);
   EXPECT_EQ(split_run.status().code(), ErrorCode::kInvalidArgument);
   // The same groups in process are fine.
-  EXPECT_TRUE(plan_split(entries({0, 0, 0, 0, 0, 0}, {0, 3, 1, 4, 2, 5}), 0, 0, 6, false, 64)
-                  .is_ok());
+  EXPECT_TRUE(
+      plan_split(entries({0, 0, 0, 0, 0, 0}, {0, 3, 1, 4, 2, 5}), 0, 0, 6, false, 64).is_ok());
 }
 
 TEST(SplitPlan, LowestSlotFreeOnEveryMember) {
