@@ -202,7 +202,7 @@ class Communicator {
   // src/core/remote_ranks.hpp).
   friend Result<std::shared_ptr<Communicator>> split_members(Communicator&, std::size_t,
                                                              std::span<const std::size_t>,
-                                                             bootstrap::Bootstrap&);
+                                                             bootstrap::Bootstrap&, const Config*);
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 from . import _ruccl_torch
 
-__all__ = ["Options"]
+__all__ = ["Options", "shares_transports"]
 
 
 class Options:
@@ -19,25 +19,47 @@ class Options:
 
     max_chunk_bytes: the byte budget of all_to_all (alltoall_base) messages;
     0 takes ruccl's max_chunk_bytes (RUCCL_MAX_CHUNK_BYTES, else 4 MiB).
+    share: a new_group of ruccl's default group shares its transports and
+    worker thread (True, the default; one failure domain: a timeout or a dead
+    peer in one ends both); False: the group opens a world of its own.
     """
 
-    def __init__(self, max_chunk_bytes=0):
+    def __init__(self, max_chunk_bytes=0, share=True):
         if int(max_chunk_bytes) < 0:
             raise ValueError("max_chunk_bytes must be >= 0")
         self.max_chunk_bytes = int(max_chunk_bytes)
+        self.share = bool(share)
+
+
+def _default_ruccl_group():
+    """The default process group when it is ruccl's, else None."""
+    try:
+        group = dist.distributed_c10d._get_default_group()
+    except RuntimeError:  # not initialised: this is the default group
+        return None
+    return group if dist.get_backend(group) == "ruccl" else None
 
 
 def _create(backend_options, pg_options):
-    budget = pg_options.max_chunk_bytes if isinstance(pg_options, Options) else 0
     if pg_options is not None and not isinstance(pg_options, Options):
         raise TypeError("the ruccl backend takes ruccl_torch.Options as pg_options")
+    options = pg_options if pg_options is not None else Options()
+    ranks = list(getattr(backend_options, "global_ranks_in_group", None) or [])
+    parent = _default_ruccl_group() if options.share and ranks else None
     return _ruccl_torch.create_process_group(
         backend_options.store,
         backend_options.group_rank,
         backend_options.group_size,
         backend_options.timeout.total_seconds(),
-        budget,
+        options.max_chunk_bytes,
+        parent,
+        ranks if parent is not None else [],
     )
+
+
+def shares_transports(group):
+    """Whether a ruccl process group shares the default group's transports."""
+    return _ruccl_torch.shares_transports(group)
 
 
 if "RUCCL" not in dist.Backend._plugins:

@@ -641,8 +641,10 @@ Result<std::shared_ptr<Communicator>> Communicator::Impl::split_child(std::uint6
 
 Result<std::shared_ptr<Communicator>> split_members(Communicator& parent, std::size_t rank,
                                                     std::span<const std::size_t> members,
-                                                    bootstrap::Bootstrap& boot) {
+                                                    bootstrap::Bootstrap& boot,
+                                                    const Config* config) {
   Communicator::Impl& m = *parent.impl_;
+  const Config& child_config = config ? *config : m.config;
   if (!m.remote || m.devices.size() != 1)
     return Status(ErrorCode::kUnsupported,
                   "split by members: needs a world communicator with one rank per process");
@@ -664,10 +666,10 @@ Result<std::shared_ptr<Communicator>> split_members(Communicator& parent, std::s
                         "split by members: rank " + std::to_string(rank) + " is not a member");
         auto plan = core::plan_split(entries, 0, m.first, 1, true, 64);
         RUCCL_TRY(plan);
-        auto part =
-            m.remote->child_by_members(plan.value().members, plan.value().first, boot, m.config);
+        auto part = m.remote->child_by_members(plan.value().members, plan.value().first, boot,
+                                               child_config);
         RUCCL_TRY(part);
-        return make_communicator({m.devices[0]}, m.adapter, m.config, std::move(part).value(),
+        return make_communicator({m.devices[0]}, m.adapter, child_config, std::move(part).value(),
                                  m.fault_plan);
       });
 }

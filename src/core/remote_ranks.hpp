@@ -125,7 +125,10 @@ namespace ruccl {
 // kUnsupported: in process, several ranks per process, no slot left, or
 // `boot` orders the processes otherwise (the same on every member);
 // kInvalidArgument: members out of range, repeated, or without `rank`.
+// `config`: the new communicator's (its timeout, logging; what every
+// process must share is the parent's); null: the parent's.
 Result<std::shared_ptr<Communicator>> split_members(Communicator& parent, std::size_t rank,
                                                     std::span<const std::size_t> members,
-                                                    bootstrap::Bootstrap& boot);
+                                                    bootstrap::Bootstrap& boot,
+                                                    const Config* config = nullptr);
 }  // namespace ruccl

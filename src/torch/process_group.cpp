@@ -14,16 +14,19 @@
 #include <ATen/core/ivalue.h>
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "bootstrap/store_bootstrap.hpp"
 #include "core/catch_to_status.hpp"
+#include "core/remote_ranks.hpp"  // split_members
 #include "ruccl/communicator.hpp"
 #include "ruccl/config.hpp"
 #include "worker.hpp"
@@ -151,20 +154,31 @@ struct Element {
 
 class ProcessGroupRuccl final : public c10d::ProcessGroup {
  public:
+  // `worker`: a parent's, for a group that shares its transports (one
+  // thread per set of transports: their calls must not overlap); null: one
+  // of its own.
   ProcessGroupRuccl(int rank, int size, std::shared_ptr<Communicator> comm,
-                    std::size_t all_to_all_budget)
+                    std::size_t all_to_all_budget, std::shared_ptr<Worker> worker = nullptr)
       : c10d::ProcessGroup(rank, size),
         comm_(std::move(comm)),
         device_(comm_->devices().front()),
         all_to_all_options_{all_to_all_budget},
-        worker_(std::make_unique<Worker>()) {}
+        shares_(worker != nullptr),
+        worker_(worker ? std::move(worker) : std::make_shared<Worker>()) {}
 
   ~ProcessGroupRuccl() override {
     // Collectives still queued or running when the group goes: wake the running
     // one (and the peers') instead of waiting out its deadline.
     if (in_flight_.load() > 0) comm_->abort("the torch process group was destroyed");
-    worker_.reset();  // joins before the communicator goes
+    // The worker may be shared: its tasks of this group (they hold `this`)
+    // run, failing fast after the abort, before the group goes.
+    while (in_flight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    worker_.reset();  // the last group of a worker joins it
   }
+
+  const std::shared_ptr<Communicator>& communicator() const { return comm_; }
+  const std::shared_ptr<Worker>& worker() const { return worker_; }
+  bool shares() const { return shares_; }
 
   const std::string getBackendName() const override { return "ruccl"; }
 
@@ -422,7 +436,8 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
   DeviceId device_;
   CallOptions all_to_all_options_;
   std::atomic<std::size_t> in_flight_{0};  // posted ops whose ruccl call has not returned
-  std::unique_ptr<Worker> worker_;         // last: joined before the members above go
+  const bool shares_;                      // the transports and worker are a parent's
+  std::shared_ptr<Worker> worker_;         // last: released after the members above
 };
 
 }  // namespace
@@ -449,6 +464,24 @@ c10::intrusive_ptr<c10d::ProcessGroup> create_process_group(
   if (!boot) fail(boot.status());
   const std::size_t budget =
       options.max_chunk_bytes != 0 ? options.max_chunk_bytes : config->max_chunk_bytes();
+  // A subgroup of ruccl's default group: split from it by member list (global
+  // rank = the default group's ruccl rank), agreed through this group's store.
+  auto* parent = dynamic_cast<ProcessGroupRuccl*>(options.parent.get());
+  if (parent != nullptr && options.global_ranks.size() == static_cast<std::size_t>(size)) {
+    std::vector<std::size_t> members;
+    for (std::int64_t g : options.global_ranks) members.push_back(static_cast<std::size_t>(g));
+    auto split = split_members(*parent->communicator(), static_cast<std::size_t>(parent->getRank()),
+                               members, *boot.value(), &config.value());
+    if (split) {
+      if ((*split)->first_rank() != static_cast<std::size_t>(rank))
+        fail(Status(ErrorCode::kInternal, "torch group rank " + std::to_string(rank) +
+                                              " is ruccl rank " +
+                                              std::to_string((*split)->first_rank())));
+      return c10::make_intrusive<ProcessGroupRuccl>(rank, size, std::move(split).value(), budget,
+                                                    parent->worker());
+    }
+    // Refused alike on every member (no slot left, ...): a world of its own.
+  }
   auto comm = world::create_communicator_from_bootstrap(std::move(boot).value(), {host_device(0)},
                                                         config.value());
   if (!comm) fail(comm.status());
@@ -456,6 +489,11 @@ c10::intrusive_ptr<c10d::ProcessGroup> create_process_group(
     fail(Status(ErrorCode::kInternal, "torch rank " + std::to_string(rank) + " is ruccl rank " +
                                           std::to_string((*comm)->first_rank())));
   return c10::make_intrusive<ProcessGroupRuccl>(rank, size, std::move(comm).value(), budget);
+}
+
+bool shares_transports(const c10::intrusive_ptr<c10d::ProcessGroup>& group) {
+  const auto* pg = dynamic_cast<const ProcessGroupRuccl*>(group.get());
+  return pg != nullptr && pg->shares();
 }
 
 }  // namespace ruccl::torch_backend

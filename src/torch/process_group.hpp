@@ -14,10 +14,18 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 namespace ruccl::torch_backend {
 
 struct BackendOptions {
+  // A subgroup (new_group) of `parent`, the default group when it is ruccl's:
+  // global_ranks[i] is the group's rank i. The group then shares the parent's
+  // transports and worker thread (core's split_members); null: a world of
+  // its own through the store.
+  c10::intrusive_ptr<c10d::ProcessGroup> parent;
+  std::vector<std::int64_t> global_ranks;
   // Of creation and of every wait of every collective (ruccl's Config::timeout).
   std::chrono::milliseconds timeout{300'000};
   // The byte budget of all_to_all (alltoall_base); 0: ruccl's max_chunk_bytes
@@ -33,5 +41,8 @@ struct BackendOptions {
 c10::intrusive_ptr<c10d::ProcessGroup> create_process_group(
     const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
     const BackendOptions& options);
+
+// Whether `group` (a ruccl process group) shares another group's transports.
+bool shares_transports(const c10::intrusive_ptr<c10d::ProcessGroup>& group);
 
 }  // namespace ruccl::torch_backend

@@ -1,10 +1,12 @@
-"""dist.new_group on ruccl: two groups of two at np=4 (each its own ruccl
-communicator, made through the group's PrefixStore), used interleaved with
-the default ruccl group and checked against Gloo subgroups of the same ranks."""
+"""dist.new_group on ruccl: two groups of two at np=4, split from the default
+ruccl group (sharing its transports and worker; agreed through the group's
+PrefixStore), used interleaved with the default group and checked against
+Gloo subgroups of the same ranks; a group with share=False opens its own."""
 import torch
 import torch.distributed as dist
 
 import common
+import ruccl_torch
 
 rank, size = common.init("ruccl")
 check = common.Checks(rank)
@@ -17,6 +19,15 @@ rg, gg = ruccl_groups[mine], gloo_groups[mine]
 check.true("not a member of the other half",
            ruccl_groups[1 - mine] == dist.GroupMember.NON_GROUP_MEMBER)
 check.true("rank in the half", dist.get_rank(rg) == rank % 2 and dist.get_world_size(rg) == 2)
+check.true("the half shares the default group's transports", ruccl_torch.shares_transports(rg))
+check.true("the default group has transports of its own",
+           not ruccl_torch.shares_transports(dist.distributed_c10d._get_default_group()))
+own = dist.new_group([0, 1, 2, 3],
+                     pg_options=ruccl_torch.Options(share=False))
+check.true("share=False opens its own", not ruccl_torch.shares_transports(own))
+z = torch.ones(4)
+dist.all_reduce(z, group=own)
+check.equal("all_reduce on the group of its own", z, torch.full((4,), 4.0))
 
 for step in range(3):
     t = torch.arange(10, dtype=torch.float32) * (rank + 1) + step
