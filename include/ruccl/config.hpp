@@ -32,6 +32,7 @@ class Config {
   static constexpr std::chrono::milliseconds kMaxTimeout{10'000'000'000};      // 10^7 s
   static constexpr std::size_t kDefaultFlightRecorder = 64;                    // entries per rank
   static constexpr std::size_t kDefaultOneShotBytes = 4096;                    // 4 KiB
+  static constexpr std::size_t kMaxLeanBytes = std::size_t{64} << 10;          // 64 KiB
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring, or a selection
@@ -73,6 +74,10 @@ class Config {
   Config& with_flight_recorder_signal(bool on) { flight_recorder_signal_ = on; return *this; }
   Config& with_checksum(bool on) { checksum_ = on; return *this; }
   Config& with_one_shot_bytes(std::size_t bytes) { one_shot_bytes_ = bytes; return *this; }
+  Config& with_lean_bytes(std::size_t bytes) {
+    lean_bytes_ = bytes;
+    return *this;
+  }
 
   // Number of local participating devices (ranks in this process).
   std::size_t num_devices() const { return num_devices_; }
@@ -142,6 +147,14 @@ class Config {
   // ranks' inputs, which a rank holds at once, must fit max_chunk_bytes.
   // Processes may differ: the fast path runs only where every rank sent its input.
   std::size_t one_shot_bytes() const { return one_shot_bytes_; }
+  // When the whole world is on one node: all-reduce, reduce, broadcast,
+  // all-gather and reduce-scatter of at most this many bytes per rank take
+  // the lean path, one round through the node's mailboxes
+  // (RUCCL_LEAN_BYTES, default and most kMaxLeanBytes = 64 KiB, the
+  // mailbox slot; 0 = never; also bounded by the byte budget and by 256 KiB
+  // of all ranks' inputs together). Every process must have the same
+  // (creation compares it). RUCCL_ALGO rows override it.
+  std::size_t lean_bytes() const { return lean_bytes_; }
 
   // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,
   // 0 < timeout <= kMaxTimeout) and parses the fault plan and the algorithm
@@ -168,6 +181,7 @@ class Config {
   bool flight_recorder_signal_ = true;
   bool checksum_ = false;
   std::size_t one_shot_bytes_ = kDefaultOneShotBytes;
+  std::size_t lean_bytes_ = kMaxLeanBytes;
 };
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept;

@@ -122,6 +122,11 @@ Result<Config> Config::from_env(Config base) {
     RUCCL_TRY(r);
     c.one_shot_bytes_ = r.value();
   }
+  if (const char* v = std::getenv("RUCCL_LEAN_BYTES")) {
+    auto r = parse_size("RUCCL_LEAN_BYTES", v);
+    RUCCL_TRY(r);
+    c.lean_bytes_ = r.value();
+  }
   RUCCL_TRY(c.validate());
   return c;
 }
@@ -133,6 +138,10 @@ Status Config::validate() const {
     return Status(ErrorCode::kBudgetTooSmall, "max_chunk_bytes must be at least one element");
   if (segment_bytes_ == 0)
     return Status(ErrorCode::kInvalidArgument, "segment_bytes must be at least 1");
+  if (lean_bytes_ > kMaxLeanBytes)
+    return Status(ErrorCode::kInvalidArgument,
+                  "lean_bytes (RUCCL_LEAN_BYTES) is " + std::to_string(lean_bytes_) + ", at most " +
+                      std::to_string(kMaxLeanBytes) + " (a node mailbox slot)");
   if (timeout_.count() <= 0)
     return Status(ErrorCode::kInvalidArgument, "timeout must be positive");
   if (timeout_ > kMaxTimeout)
@@ -178,6 +187,7 @@ std::string Config::difference(const Config& other) const {
         static_cast<int>(other.flight_recorder_signal_));
   field("checksum", static_cast<int>(checksum_), static_cast<int>(other.checksum_));
   field("one_shot_bytes", one_shot_bytes_, other.one_shot_bytes_);
+  field("lean_bytes", lean_bytes_, other.lean_bytes_);
   return out;
 }
 

@@ -101,6 +101,7 @@ std::vector<Setting> shared_settings(std::size_t per_process, bool cuda, const C
       {"global strategy (RUCCL_ALGO; 0 hierarchical, 1 flat_ring)",
        static_cast<std::uint64_t>(config.global_strategy()), ErrorCode::kInvalidArgument},
       {"segment_bytes (RUCCL_SEGMENT_BYTES)", config.segment_bytes(), ErrorCode::kInvalidArgument},
+      {"lean_bytes (RUCCL_LEAN_BYTES)", config.lean_bytes(), ErrorCode::kInvalidArgument},
       {"algorithm selection (RUCCL_ALGO; a hash of the string)", fnv1a(config.algorithm()),
        ErrorCode::kInvalidArgument},
       {"intra-node transport (RUCCL_INTRA_NODE_TRANSPORT; 1 shm, 2 shm-direct, 0 tcp)",

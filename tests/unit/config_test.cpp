@@ -14,10 +14,11 @@ namespace {
 using namespace std::chrono_literals;
 using test::contains;
 
-constexpr const char* kVars[] = {"RUCCL_TIMEOUT",    "RUCCL_MAX_CHUNK_BYTES", "RUCCL_SEGMENT_BYTES",
-                                 "RUCCL_ALGO",       "RUCCL_LOCAL_ALGO",      "RUCCL_NUM_DEVICES",
-                                 "RUCCL_FAULT",      "RUCCL_FLIGHT_RECORDER",
-                                 "RUCCL_FLIGHT_RECORDER_SIGNAL", "RUCCL_CHECKSUM"};
+constexpr const char* kVars[] = {
+    "RUCCL_TIMEOUT",  "RUCCL_MAX_CHUNK_BYTES", "RUCCL_SEGMENT_BYTES",
+    "RUCCL_ALGO",     "RUCCL_LOCAL_ALGO",      "RUCCL_NUM_DEVICES",
+    "RUCCL_FAULT",    "RUCCL_FLIGHT_RECORDER", "RUCCL_FLIGHT_RECORDER_SIGNAL",
+    "RUCCL_CHECKSUM", "RUCCL_LEAN_BYTES"};
 
 // Clears every RUCCL_* variable before and after each test.
 class ConfigEnv : public ::testing::Test {
@@ -70,6 +71,22 @@ TEST(Config, ValidateRejectsOutOfRangeValues) {
   EXPECT_EQ(Config().with_timeout(0ms).validate().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(Config().with_timeout(-5ms).validate().code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(Config().with_max_chunk_bytes(1).with_segment_bytes(1).with_timeout(1ms).validate().is_ok());
+}
+
+TEST_F(ConfigEnv, LeanBytes) {
+  EXPECT_EQ(Config().lean_bytes(), Config::kMaxLeanBytes);
+  set("RUCCL_LEAN_BYTES", "1k");
+  auto c = Config::from_env();
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->lean_bytes(), 1024u);
+  set("RUCCL_LEAN_BYTES", "0");
+  ASSERT_TRUE(Config::from_env().is_ok());
+  EXPECT_EQ(Config::from_env()->lean_bytes(), 0u);
+  set("RUCCL_LEAN_BYTES", "65537");
+  const Status big = Config::from_env().status();
+  EXPECT_EQ(big.code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(contains(big.message(), "RUCCL_LEAN_BYTES")) << big.message();
+  EXPECT_TRUE(contains(Config().difference(Config().with_lean_bytes(8)), "lean_bytes"));
 }
 
 TEST(Config, FaultPlanAndFlightRecorder) {

@@ -133,6 +133,11 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   }
   other.kind = CollectiveKind::kAllToAllV;
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
+  // RUCCL_LEAN_BYTES lowers the threshold; 0 turns the lean path off.
+  const Config lower = Config().with_lean_bytes(1024);
+  EXPECT_EQ(pick(lower, lean_call(1024), node(2, 1)), Algorithm::kNodeMailbox);
+  EXPECT_NE(pick(lower, lean_call(1025), node(2, 1)), Algorithm::kNodeMailbox);
+  EXPECT_NE(pick(Config().with_lean_bytes(0), lean_offer(8), node(2, 1)), Algorithm::kNodeMailbox);
   CallShape bcast = lean_offer(64, 64);
   bcast.kind = CollectiveKind::kBroadcast;
   EXPECT_EQ(pick(c, bcast, node(4, 1)), Algorithm::kNodeMailbox);
