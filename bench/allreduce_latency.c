@@ -3,7 +3,9 @@
  * ruccl layer (LD_PRELOAD=libruccl_mpi.so). For each size from 8 B to
  * --max bytes (powers of 2, default 1 MiB): --warmup calls, then --iters
  * timed calls between barriers; prints "<bytes> <average us per call>" on
- * rank 0, the largest average over the ranks. Checks the first result. */
+ * rank 0, the largest average over the ranks. Checks the first result.
+ * --comm dup: on a duplicate of MPI_COMM_WORLD (under the layer, a
+ * communicator split from the world's); default world. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,12 +13,16 @@
 
 int main(int argc, char** argv) {
   long max_bytes = 1 << 20, iters = 1000, warmup = 100;
+  int dup = 0;
   for (int a = 1; a + 1 < argc; a += 2) {
     if (!strcmp(argv[a], "--max")) max_bytes = atol(argv[a + 1]);
+    else if (!strcmp(argv[a], "--comm")) dup = !strcmp(argv[a + 1], "dup");
     else if (!strcmp(argv[a], "--iters")) iters = atol(argv[a + 1]);
     else if (!strcmp(argv[a], "--warmup")) warmup = atol(argv[a + 1]);
   }
   MPI_Init(&argc, &argv);
+  MPI_Comm comm = MPI_COMM_WORLD;
+  if (dup) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -25,17 +31,19 @@ int main(int argc, char** argv) {
   float* out = malloc((size_t)max_count * sizeof(float));
   for (long i = 0; i < max_count; ++i) in[i] = (float)(rank + 1);
   int bad = 0;
-  if (rank == 0) printf("# bytes avg_us (MPI_Allreduce float sum, %d ranks)\n", size);
+  if (rank == 0)
+    printf("# bytes avg_us (MPI_Allreduce float sum, %d ranks, %s)\n", size,
+           dup ? "a duplicate of MPI_COMM_WORLD" : "MPI_COMM_WORLD");
   for (long bytes = 8; bytes <= max_bytes; bytes *= 2) {
     const int count = (int)(bytes / (long)sizeof(float));
     /* Fewer iterations for large sizes, as OSU does. */
     const long n = bytes > 65536 ? iters / 10 + 1 : iters;
     for (long k = 0; k < warmup; ++k)
-      MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm);
     if (out[0] != (float)size * (float)(size + 1) / 2) bad = 1;
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(comm);
     const double t0 = MPI_Wtime();
-    for (long k = 0; k < n; ++k) MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (long k = 0; k < n; ++k) MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm);
     const double us = (MPI_Wtime() - t0) * 1e6 / (double)n;
     double worst = 0;
     MPI_Reduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -44,6 +52,7 @@ int main(int argc, char** argv) {
   if (bad) fprintf(stderr, "rank %d: wrong all-reduce result\n", rank);
   free(in);
   free(out);
+  if (dup) MPI_Comm_free(&comm);
   MPI_Finalize();
   return bad;
 }
