@@ -38,8 +38,7 @@ int main(int argc, char** argv) {
     const int count = (int)(bytes / (long)sizeof(float));
     /* Fewer iterations for large sizes, as OSU does. */
     const long n = bytes > 65536 ? iters / 10 + 1 : iters;
-    for (long k = 0; k < warmup; ++k)
-      MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm);
+    for (long k = 0; k < warmup; ++k) MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm);
     if (out[0] != (float)size * (float)(size + 1) / 2) bad = 1;
     MPI_Barrier(comm);
     const double t0 = MPI_Wtime();
