@@ -216,7 +216,7 @@ int MPI_Barrier(MPI_Comm comm) {
 // MPI_COMM_WORLD's ruccl communicator is made here, while every process is
 // here anyway, so that every later communicator can be split from it (one
 // set of transports per process; route.cpp). Fortran's mpi_init calls
-// PMPI_Init itself: there the world's is made at its first routed call.
+// PMPI_Init itself: fortran.cpp intercepts it too.
 int MPI_Init(int* argc, char*** argv) {
   const int rc = PMPI_Init(argc, argv);
   if (rc == MPI_SUCCESS) layer::Registry::get().at_init();

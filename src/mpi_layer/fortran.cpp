@@ -11,7 +11,8 @@
 // entry (pmpi_allreduce_), which does what it does without the layer.
 //
 // MPI_Fint is the Fortran INTEGER; every argument arrives by reference, and
-// ierror is written last. mpi_finalize_ is intercepted as MPI_Finalize is.
+// ierror is written last. mpi_init_, mpi_init_thread_ and mpi_finalize_ are
+// intercepted as MPI_Init, MPI_Init_thread and MPI_Finalize are.
 // Open MPI 4's mpi_f08 bindings call internal entries (ompi_allreduce_f, ...)
 // with the same arguments: those names are aliases too.
 #include <mpi.h>
@@ -38,7 +39,20 @@ using FAlltoallv = void(const void*, const MPI_Fint*, const MPI_Fint*, const MPI
                         const MPI_Fint*, const MPI_Fint*, const MPI_Fint*, const MPI_Fint*,
                         MPI_Fint*);
 using FBarrier = void(const MPI_Fint*, MPI_Fint*);
+// Gather and Scatter
+using FRooted = void(const void*, const MPI_Fint*, const MPI_Fint*, void*, const MPI_Fint*,
+                     const MPI_Fint*, const MPI_Fint*, const MPI_Fint*, MPI_Fint*);
+using FGatherv = void(const void*, const MPI_Fint*, const MPI_Fint*, void*, const MPI_Fint*,
+                      const MPI_Fint*, const MPI_Fint*, const MPI_Fint*, const MPI_Fint*,
+                      MPI_Fint*);
+using FScatterv = void(const void*, const MPI_Fint*, const MPI_Fint*, const MPI_Fint*, void*,
+                       const MPI_Fint*, const MPI_Fint*, const MPI_Fint*, const MPI_Fint*,
+                       MPI_Fint*);
+using FAllgatherv = void(const void*, const MPI_Fint*, const MPI_Fint*, void*, const MPI_Fint*,
+                         const MPI_Fint*, const MPI_Fint*, const MPI_Fint*, MPI_Fint*);
 using FFinalize = void(MPI_Fint*);
+using FInit = void(MPI_Fint*);
+using FInitThread = void(const MPI_Fint*, MPI_Fint*, MPI_Fint*);
 
 }  // namespace
 
@@ -66,7 +80,16 @@ FReduceScatter pmpi_reduce_scatter_ __attribute__((weak));
 FMove pmpi_alltoall_ __attribute__((weak));
 FAlltoallv pmpi_alltoallv_ __attribute__((weak));
 FBarrier pmpi_barrier_ __attribute__((weak));
+FAllgatherv pmpi_allgatherv_ __attribute__((weak));
+FRooted pmpi_gather_ __attribute__((weak));
+FGatherv pmpi_gatherv_ __attribute__((weak));
+FRooted pmpi_scatter_ __attribute__((weak));
+FScatterv pmpi_scatterv_ __attribute__((weak));
+FAllreduce pmpi_scan_ __attribute__((weak));
+FAllreduce pmpi_exscan_ __attribute__((weak));
 FFinalize pmpi_finalize_ __attribute__((weak));
+FInit pmpi_init_ __attribute__((weak));
+FInitThread pmpi_init_thread_ __attribute__((weak));
 
 }  // extern "C"
 // NOLINTEND(readability-identifier-naming, bugprone-reserved-identifier)
@@ -184,6 +207,87 @@ void mpi_barrier_(const MPI_Fint* comm, MPI_Fint* ierr) {
   finish(layer::barrier(comm_of(comm)), ierr, pmpi_barrier_, comm);
 }
 
+void mpi_allgatherv_(const void* sendbuf, const MPI_Fint* sendcount, const MPI_Fint* sendtype,
+                     void* recvbuf, const MPI_Fint* recvcounts, const MPI_Fint* displs,
+                     const MPI_Fint* recvtype, const MPI_Fint* comm, MPI_Fint* ierr) {
+  finish(layer::allgatherv(buffer(sendbuf), *sendcount, type_of(sendtype), buffer(recvbuf),
+                           recvcounts, displs, type_of(recvtype), comm_of(comm)),
+         ierr, pmpi_allgatherv_, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+         recvtype, comm);
+}
+
+void mpi_gather_(const void* sendbuf, const MPI_Fint* sendcount, const MPI_Fint* sendtype,
+                 void* recvbuf, const MPI_Fint* recvcount, const MPI_Fint* recvtype,
+                 const MPI_Fint* root, const MPI_Fint* comm, MPI_Fint* ierr) {
+  finish(layer::gather(buffer(sendbuf), *sendcount, type_of(sendtype), buffer(recvbuf), *recvcount,
+                       type_of(recvtype), *root, comm_of(comm)),
+         ierr, pmpi_gather_, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+         comm);
+}
+
+void mpi_gatherv_(const void* sendbuf, const MPI_Fint* sendcount, const MPI_Fint* sendtype,
+                  void* recvbuf, const MPI_Fint* recvcounts, const MPI_Fint* displs,
+                  const MPI_Fint* recvtype, const MPI_Fint* root, const MPI_Fint* comm,
+                  MPI_Fint* ierr) {
+  finish(layer::gatherv(buffer(sendbuf), *sendcount, type_of(sendtype), buffer(recvbuf), recvcounts,
+                        displs, type_of(recvtype), *root, comm_of(comm)),
+         ierr, pmpi_gatherv_, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+         root, comm);
+}
+
+void mpi_scatter_(const void* sendbuf, const MPI_Fint* sendcount, const MPI_Fint* sendtype,
+                  void* recvbuf, const MPI_Fint* recvcount, const MPI_Fint* recvtype,
+                  const MPI_Fint* root, const MPI_Fint* comm, MPI_Fint* ierr) {
+  finish(layer::scatter(buffer(sendbuf), *sendcount, type_of(sendtype), buffer(recvbuf), *recvcount,
+                        type_of(recvtype), *root, comm_of(comm)),
+         ierr, pmpi_scatter_, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+         comm);
+}
+
+void mpi_scatterv_(const void* sendbuf, const MPI_Fint* sendcounts, const MPI_Fint* displs,
+                   const MPI_Fint* sendtype, void* recvbuf, const MPI_Fint* recvcount,
+                   const MPI_Fint* recvtype, const MPI_Fint* root, const MPI_Fint* comm,
+                   MPI_Fint* ierr) {
+  finish(layer::scatterv(buffer(sendbuf), sendcounts, displs, type_of(sendtype), buffer(recvbuf),
+                         *recvcount, type_of(recvtype), *root, comm_of(comm)),
+         ierr, pmpi_scatterv_, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+         root, comm);
+}
+
+void mpi_scan_(const void* sendbuf, void* recvbuf, const MPI_Fint* count, const MPI_Fint* type,
+               const MPI_Fint* op, const MPI_Fint* comm, MPI_Fint* ierr) {
+  finish(layer::scan(buffer(sendbuf), buffer(recvbuf), *count, type_of(type), op_of(op),
+                     comm_of(comm)),
+         ierr, pmpi_scan_, sendbuf, recvbuf, count, type, op, comm);
+}
+
+void mpi_exscan_(const void* sendbuf, void* recvbuf, const MPI_Fint* count, const MPI_Fint* type,
+                 const MPI_Fint* op, const MPI_Fint* comm, MPI_Fint* ierr) {
+  finish(layer::exscan(buffer(sendbuf), buffer(recvbuf), *count, type_of(type), op_of(op),
+                       comm_of(comm)),
+         ierr, pmpi_exscan_, sendbuf, recvbuf, count, type, op, comm);
+}
+
+// As MPI_Init / MPI_Init_thread: MPI_COMM_WORLD's ruccl communicator is
+// made here, so that every later one is split from it.
+void mpi_init_(MPI_Fint* ierr) {
+  if (pmpi_init_ == nullptr) {
+    if (ierr != nullptr) *ierr = MPI_ERR_INTERN;
+    return;
+  }
+  pmpi_init_(ierr);
+  if (ierr == nullptr || *ierr == MPI_SUCCESS) layer::Registry::get().at_init();
+}
+
+void mpi_init_thread_(const MPI_Fint* required, MPI_Fint* provided, MPI_Fint* ierr) {
+  if (pmpi_init_thread_ == nullptr) {
+    if (ierr != nullptr) *ierr = MPI_ERR_INTERN;
+    return;
+  }
+  pmpi_init_thread_(required, provided, ierr);
+  if (ierr == nullptr || *ierr == MPI_SUCCESS) layer::Registry::get().at_init();
+}
+
 // As MPI_Finalize: the counts, and every ruccl communicator freed before MPI's end.
 void mpi_finalize_(MPI_Fint* ierr) {
   layer::Registry::get().finalize();
@@ -218,6 +322,33 @@ FAlltoallv MPI_ALLTOALLV __attribute__((alias("mpi_alltoallv_")));
 FBarrier mpi_barrier __attribute__((alias("mpi_barrier_")));
 FBarrier mpi_barrier__ __attribute__((alias("mpi_barrier_")));
 FBarrier MPI_BARRIER __attribute__((alias("mpi_barrier_")));
+FAllgatherv mpi_allgatherv __attribute__((alias("mpi_allgatherv_")));
+FAllgatherv mpi_allgatherv__ __attribute__((alias("mpi_allgatherv_")));
+FAllgatherv MPI_ALLGATHERV __attribute__((alias("mpi_allgatherv_")));
+FRooted mpi_gather __attribute__((alias("mpi_gather_")));
+FRooted mpi_gather__ __attribute__((alias("mpi_gather_")));
+FRooted MPI_GATHER __attribute__((alias("mpi_gather_")));
+FGatherv mpi_gatherv __attribute__((alias("mpi_gatherv_")));
+FGatherv mpi_gatherv__ __attribute__((alias("mpi_gatherv_")));
+FGatherv MPI_GATHERV __attribute__((alias("mpi_gatherv_")));
+FRooted mpi_scatter __attribute__((alias("mpi_scatter_")));
+FRooted mpi_scatter__ __attribute__((alias("mpi_scatter_")));
+FRooted MPI_SCATTER __attribute__((alias("mpi_scatter_")));
+FScatterv mpi_scatterv __attribute__((alias("mpi_scatterv_")));
+FScatterv mpi_scatterv__ __attribute__((alias("mpi_scatterv_")));
+FScatterv MPI_SCATTERV __attribute__((alias("mpi_scatterv_")));
+FAllreduce mpi_scan __attribute__((alias("mpi_scan_")));
+FAllreduce mpi_scan__ __attribute__((alias("mpi_scan_")));
+FAllreduce MPI_SCAN __attribute__((alias("mpi_scan_")));
+FAllreduce mpi_exscan __attribute__((alias("mpi_exscan_")));
+FAllreduce mpi_exscan__ __attribute__((alias("mpi_exscan_")));
+FAllreduce MPI_EXSCAN __attribute__((alias("mpi_exscan_")));
+FInit mpi_init __attribute__((alias("mpi_init_")));
+FInit mpi_init__ __attribute__((alias("mpi_init_")));
+FInit MPI_INIT __attribute__((alias("mpi_init_")));
+FInitThread mpi_init_thread __attribute__((alias("mpi_init_thread_")));
+FInitThread mpi_init_thread__ __attribute__((alias("mpi_init_thread_")));
+FInitThread MPI_INIT_THREAD __attribute__((alias("mpi_init_thread_")));
 FFinalize mpi_finalize __attribute__((alias("mpi_finalize_")));
 FFinalize mpi_finalize__ __attribute__((alias("mpi_finalize_")));
 FFinalize MPI_FINALIZE __attribute__((alias("mpi_finalize_")));
@@ -233,6 +364,15 @@ FReduceScatter ompi_reduce_scatter_f __attribute__((alias("mpi_reduce_scatter_")
 FMove ompi_alltoall_f __attribute__((alias("mpi_alltoall_")));
 FAlltoallv ompi_alltoallv_f __attribute__((alias("mpi_alltoallv_")));
 FBarrier ompi_barrier_f __attribute__((alias("mpi_barrier_")));
+FAllgatherv ompi_allgatherv_f __attribute__((alias("mpi_allgatherv_")));
+FRooted ompi_gather_f __attribute__((alias("mpi_gather_")));
+FGatherv ompi_gatherv_f __attribute__((alias("mpi_gatherv_")));
+FRooted ompi_scatter_f __attribute__((alias("mpi_scatter_")));
+FScatterv ompi_scatterv_f __attribute__((alias("mpi_scatterv_")));
+FAllreduce ompi_scan_f __attribute__((alias("mpi_scan_")));
+FAllreduce ompi_exscan_f __attribute__((alias("mpi_exscan_")));
+FInit ompi_init_f __attribute__((alias("mpi_init_")));
+FInitThread ompi_init_thread_f __attribute__((alias("mpi_init_thread_")));
 FFinalize ompi_finalize_f __attribute__((alias("mpi_finalize_")));
 
 }  // extern "C"

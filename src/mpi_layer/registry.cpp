@@ -21,6 +21,13 @@ std::string_view coll_name(Coll c) noexcept {
     case Coll::kAlltoall: return "MPI_Alltoall";
     case Coll::kAlltoallv: return "MPI_Alltoallv";
     case Coll::kBarrier: return "MPI_Barrier";
+    case Coll::kAllgatherv: return "MPI_Allgatherv";
+    case Coll::kGather: return "MPI_Gather";
+    case Coll::kGatherv: return "MPI_Gatherv";
+    case Coll::kScatter: return "MPI_Scatter";
+    case Coll::kScatterv: return "MPI_Scatterv";
+    case Coll::kScan: return "MPI_Scan";
+    case Coll::kExscan: return "MPI_Exscan";
   }
   return "?";
 }
@@ -37,6 +44,7 @@ std::string_view why_name(Why w) noexcept {
     case Why::kCreateFailed: return "ruccl communicator creation failed";
     case Why::kRankOrder: return "rank order differs from MPI's";
     case Why::kArgument: return "bad argument";
+    case Why::kTooLarge: return "too large";
   }
   return "?";
 }
@@ -45,7 +53,9 @@ namespace {
 
 // RUCCL_MPI_COLLS: a comma-separated list of allreduce, reduce, bcast,
 // allgather, reduce_scatter_block, reduce_scatter, alltoall, alltoallv,
-// barrier (or "all"); case-insensitive.
+// barrier, allgatherv, gather, gatherv, scatter, scatterv, scan, exscan (or
+// "all");
+// case-insensitive.
 std::array<bool, kColls> parse_colls(const char* text, int mpi_rank) {
   std::array<bool, kColls> on{};
   std::string list(text);

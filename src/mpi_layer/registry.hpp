@@ -44,9 +44,16 @@ enum class Coll : std::uint8_t {
   kReduceScatter,
   kAlltoall,
   kAlltoallv,
-  kBarrier
+  kBarrier,
+  kAllgatherv,
+  kGather,
+  kGatherv,
+  kScatter,
+  kScatterv,
+  kScan,
+  kExscan
 };
-inline constexpr std::size_t kColls = 9;
+inline constexpr std::size_t kColls = 16;
 std::string_view coll_name(Coll c) noexcept;  // "MPI_Allreduce", ...
 
 // Why a call went where it went.
@@ -61,8 +68,9 @@ enum class Why : std::uint8_t {
   kCreateFailed,    // creating the ruccl communicator failed (every process of it)
   kRankOrder,       // ruccl orders the ranks by node differently from MPI
   kArgument,        // a negative count or a bad root: MPI reports it
+  kTooLarge,        // a scan whose gathered inputs would pass the layer's bound
 };
-inline constexpr std::size_t kWhys = 10;
+inline constexpr std::size_t kWhys = 11;
 std::string_view why_name(Why w) noexcept;
 
 // A ruccl communicator serving one MPI communicator (or the reason it cannot).

@@ -1,12 +1,15 @@
-// The intercepted collectives with per-rank counts: MPI_Alltoallv and
-// MPI_Reduce_scatter. Same rules as collectives.cpp: the decision uses only the
+// The intercepted collectives with per-rank counts: MPI_Alltoallv,
+// MPI_Allgatherv and MPI_Reduce_scatter. Same rules as collectives.cpp: the decision uses only the
 // communicator, the predefined datatypes and the op (and, for
 // Reduce_scatter, recvcounts, which MPI requires to be equal on every
 // process); displacements only decide a local copy.
 //
-// Alltoallv: ruccl's all_to_all_v takes the blocks packed in destination
-// order and returns them packed in source order, so blocks at other
-// displacements (or MPI_IN_PLACE) go through a packed copy.
+// Alltoallv: one exchange of blocks (blocks.hpp): ruccl's all_to_all_v takes
+// the blocks packed in destination order and returns them packed in source
+// order, so blocks at other displacements (or MPI_IN_PLACE) go through a
+// packed copy.
+// Allgatherv: equal counts are one all_gather; others one exchange in which
+// every rank sends its block to every rank.
 // Reduce_scatter: when recvcounts are ruccl's balanced split of their sum (the
 // first sum % size ranks one more), one reduce_scatter; otherwise an
 // all-reduce of the whole into scratch, of which each rank keeps its part.
@@ -17,85 +20,13 @@
 #include "mpi_layer/collectives.hpp"
 
 #include "core/catch_to_status.hpp"
+#include "mpi_layer/blocks.hpp"
 #include "mpi_layer/dispatch.hpp"
 #include "mpi_layer/mapping.hpp"
 #include "mpi_layer/registry.hpp"
 
 namespace ruccl::mpi_layer {
 namespace {
-
-bool any_negative(const int* counts, int n) {
-  for (int i = 0; i < n; ++i)
-    if (counts[i] < 0) return true;
-  return false;
-}
-
-// Whether blocks at `displs` (elements) of `counts` are packed in rank order.
-bool packed(const int* counts, const int* displs, int n) {
-  long long at = 0;
-  for (int i = 0; i < n; ++i) {
-    if (displs[i] != at) return false;
-    at += counts[i];
-  }
-  return true;
-}
-
-Status all_to_all_v(Route& r, const void* sendbuf, const int* sendcounts, const int* sdispls,
-                    std::size_t ses, void* recvbuf, const int* recvcounts, const int* rdispls,
-                    std::size_t res) {
-  const int n = static_cast<int>(r.size);
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  if (in_place) {  // the data to send is in recvbuf, laid out as what is received
-    sendbuf = recvbuf;
-    sendcounts = recvcounts;
-    sdispls = rdispls;
-    ses = res;
-  }
-  std::vector<std::size_t> send_bytes(r.size);
-  std::size_t send_total = 0, recv_total = 0;
-  for (int d = 0; d < n; ++d) {
-    send_bytes[d] = static_cast<std::size_t>(sendcounts[d]) * ses;
-    send_total += send_bytes[d];
-    recv_total += static_cast<std::size_t>(recvcounts[d]) * res;
-  }
-  const auto* src = static_cast<const std::byte*>(sendbuf);
-  std::vector<std::byte> send_copy;
-  if (in_place || !packed(sendcounts, sdispls, n)) {
-    send_copy.resize(send_total);
-    std::size_t at = 0;
-    for (int d = 0; d < n; ++d) {
-      std::memcpy(send_copy.data() + at, src + static_cast<std::size_t>(sdispls[d]) * ses,
-                  send_bytes[d]);
-      at += send_bytes[d];
-    }
-    src = send_copy.data();
-  }
-  auto* dst = static_cast<std::byte*>(recvbuf);
-  std::vector<std::byte> recv_copy;
-  const bool direct = !in_place && packed(recvcounts, rdispls, n);
-  if (!direct) recv_copy.resize(recv_total);
-  std::vector<std::size_t> got;
-  RUCCL_TRY(r.comm->all_to_all_v_into(
-      r.rank, host_view(src, DataType::kBytes, send_total), send_bytes,
-      host_view(direct ? dst : recv_copy.data(), DataType::kBytes, recv_total), got));
-  for (int s = 0; s < n; ++s) {
-    const std::size_t want = static_cast<std::size_t>(recvcounts[s]) * res;
-    if (got.size() != r.size || got[s] != want)
-      return Status(ErrorCode::kShapeMismatch,
-                    "MPI rank " + std::to_string(s) + " sent " +
-                        std::to_string(got.size() == r.size ? got[s] : 0) +
-                        " bytes, recvcounts expected " + std::to_string(want));
-  }
-  if (!direct) {
-    std::size_t at = 0;
-    for (int s = 0; s < n; ++s) {
-      const std::size_t b = static_cast<std::size_t>(recvcounts[s]) * res;
-      std::memcpy(dst + static_cast<std::size_t>(rdispls[s]) * res, recv_copy.data() + at, b);
-      at += b;
-    }
-  }
-  return Status::ok();
-}
 
 Status reduce_scatter_of(Route& r, const void* sendbuf, void* recvbuf, const int* recvcounts,
                          const Reduction& red) {
@@ -144,10 +75,63 @@ std::optional<int> alltoallv(const void* sendbuf, const int sendcounts[], const 
   Route* r = routed(Coll::kAlltoallv, comm, local, true);
   if (r == nullptr) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
-    return all_to_all_v(*r, sendbuf, sendcounts, sdispls, sinfo->bytes, recvbuf, recvcounts,
-                        rdispls, rinfo->bytes);
+    const Blocks recv = Blocks::of(recvbuf, recvcounts, rdispls, rinfo->bytes, r->size);
+    if (sendbuf == MPI_IN_PLACE)  // what is sent is in recvbuf, laid out as what is received
+      return exchange(*r, recv, recv, true);
+    return exchange(*r, Blocks::of(sendbuf, sendcounts, sdispls, sinfo->bytes, r->size), recv);
   });
   return run_status(Coll::kAlltoallv, comm, s);
+}
+
+std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                              void* recvbuf, const int recvcounts[], const int displs[],
+                              MPI_Datatype recvtype, MPI_Comm comm) {
+  const int size = comm_size(comm);
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const auto rinfo = type_info(recvtype);
+  const auto sinfo = in_place ? rinfo : type_info(sendtype);
+  Why local = !rinfo || !sinfo ? Why::kDatatype : Why::kRouted;
+  if (local == Why::kRouted && (any_negative(recvcounts, size) || (!in_place && sendcount < 0)))
+    local = Why::kArgument;
+  Route* r = routed(Coll::kAllgatherv, comm, local, true);
+  if (r == nullptr) return std::nullopt;
+  const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
+    const std::size_t n = r->size, me = r->rank;
+    Blocks recv = Blocks::of(recvbuf, recvcounts, displs, rinfo->bytes, n);
+    const std::size_t block = recv.bytes[me];
+    const std::size_t sent = in_place ? block : static_cast<std::size_t>(sendcount) * sinfo->bytes;
+    auto* out = static_cast<std::byte*>(recvbuf);
+    const void* mine = in_place ? out + recv.offset[me] : sendbuf;
+    // Equal blocks: one all_gather, into place when the blocks lie packed.
+    // (Only the counts decide, as they match on every process; displacements
+    // are this process's own.)
+    bool equal = true, packed = true;
+    for (std::size_t k = 0; k < n; ++k) {
+      equal = equal && recv.bytes[k] == block;
+      packed = packed && recv.offset[k] == recv.offset[0] + k * block;
+    }
+    if (equal) {
+      const TensorView in = host_view(mine, DataType::kBytes, sent);
+      if (packed)
+        return r->comm->all_gather_into(me, in,
+                                        host_view(out + recv.offset[0], DataType::kBytes,
+                                                  block * n));
+      std::vector<std::byte> all(block * n);
+      RUCCL_TRY(
+          r->comm->all_gather_into(me, in, host_view(all.data(), DataType::kBytes, all.size())));
+      for (std::size_t k = 0; k < n; ++k)
+        if (!in_place || k != me) std::memcpy(out + recv.offset[k], all.data() + k * block, block);
+      return Status::ok();
+    }
+    // Otherwise one exchange: this rank's block to every rank. In place, its
+    // own block is already where it belongs (sent to itself: nothing).
+    Blocks send(n);
+    send.base = mine;
+    for (std::size_t d = 0; d < n; ++d) send.bytes[d] = sent;
+    if (in_place) send.bytes[me] = recv.bytes[me] = 0;
+    return exchange(*r, send, recv);
+  });
+  return run_status(Coll::kAllgatherv, comm, s);
 }
 
 std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
@@ -178,6 +162,16 @@ int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls
   return rc ? *rc
             : PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                              recvtype, comm);
+}
+
+int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  const auto rc =
+      layer::allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+  return rc ? *rc
+            : PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                              comm);
 }
 
 int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],

@@ -6,7 +6,9 @@
 // other dtype (int16, complex as such) only moves (broadcast, all-gather,
 // all-to-all), as ruccl's opaque bytes. Reductions: SUM, AVG (ruccl's Mean),
 // PRODUCT, MIN, MAX, and BAND, BOR, BXOR on integer dtypes; bool maps SUM/MAX/
-// BOR to or, PRODUCT/MIN/BAND to and. Ranks are ruccl's ranks: the store
+// BOR to or, PRODUCT/MIN/BAND to and. gather, scatter and the list alltoall
+// are one ruccl all_to_all_v; allreduce_coalesced one all-reduce of the
+// tensors' concatenation. Ranks are ruccl's ranks: the store
 // bootstrap requires every host's ranks to be contiguous (torchrun, mpirun).
 #include "process_group.hpp"
 
@@ -233,8 +235,7 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
       const std::int64_t n = c.numel();
       const at::Tensor all = at::empty({n * getSize()}, c.options());
       RUCCL_TRY(comm_->all_gather_into(rank(), flat(c, e), flat(all, e)));
-      for (std::size_t i = 0; i < outs.size(); ++i)
-        outs[i].copy_(all.narrow(0, static_cast<std::int64_t>(i) * n, n).view(outs[i].sizes()));
+      unpack(all, outs);
       return Status::ok();
     });
   }
@@ -327,6 +328,98 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
                 });
   }
 
+  // gather, scatter and the list form of alltoall: one all_to_all_v of the
+  // tensors' flat elements (only the root's blocks are not empty in gather and
+  // scatter), through one packed buffer on each side.
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override {
+    const at::Tensor in = single(inputs, "gather");
+    const std::size_t root = root_rank(opts.rootRank, "gather");
+    const bool is_root = rank() == root;
+    TORCH_CHECK(is_root ? outputs.size() == 1 && outputs[0].size() == rank_count()
+                        : outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
+                "ruccl gather: ", is_root ? "one list of " + std::to_string(getSize()) : "no",
+                " output tensors on rank ", getRank(), " (root ", root, ")");
+    std::vector<at::Tensor> outs = is_root ? outputs[0] : std::vector<at::Tensor>{};
+    for (const at::Tensor& o : outs) same_kind(o, in, in.numel(), "gather");
+    const Element e = moved(in);
+    return post(c10d::OpType::GATHER, "gather", outs, [this, in, outs, e, root]() -> Status {
+      const at::Tensor c = in.contiguous();
+      std::vector<std::size_t> send(rank_count(), 0);
+      send[root] = elements(c, e);
+      std::vector<std::size_t> want(outs.size(), elements(c, e));
+      const at::Tensor all =
+          at::empty({c.numel() * static_cast<std::int64_t>(outs.size())}, c.options());
+      RUCCL_TRY(exchange(flat(c, e), send, flat(all, e), want));
+      unpack(all, outs);
+      return Status::ok();
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override {
+    const at::Tensor out = single(outputs, "scatter");
+    const std::size_t root = root_rank(opts.rootRank, "scatter");
+    const bool is_root = rank() == root;
+    TORCH_CHECK(is_root ? inputs.size() == 1 && inputs[0].size() == rank_count()
+                        : inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
+                "ruccl scatter: ", is_root ? "one list of " + std::to_string(getSize()) : "no",
+                " input tensors on rank ", getRank(), " (root ", root, ")");
+    std::vector<at::Tensor> ins = is_root ? inputs[0] : std::vector<at::Tensor>{};
+    for (const at::Tensor& i : ins) same_kind(i, out, out.numel(), "scatter");
+    const Element e = moved(out);
+    return post(c10d::OpType::SCATTER, "scatter", {out}, [this, ins, out, e, root]() -> Status {
+      const at::Tensor o = out.contiguous();
+      const at::Tensor all = packed(ins, o);
+      std::vector<std::size_t> send(ins.empty() ? 0 : rank_count(), elements(o, e));
+      send.resize(rank_count(), 0);
+      std::vector<std::size_t> want(rank_count(), 0);
+      want[root] = elements(o, e);
+      RUCCL_TRY(exchange(flat(all, e), send, flat(o, e), want));
+      copy_back(out, o);
+      return Status::ok();
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& /*opts*/) override {
+    TORCH_CHECK(inputs.size() == rank_count() && outputs.size() == rank_count(),
+                "ruccl alltoall: ", getSize(), " input and ", getSize(), " output tensors");
+    for (const at::Tensor& o : outputs) same_kind(o, inputs[0], o.numel(), "alltoall");
+    for (const at::Tensor& i : inputs) same_kind(i, inputs[0], i.numel(), "alltoall");
+    const Element e = moved(inputs[0]);
+    std::vector<at::Tensor> ins = inputs, outs = outputs;
+    return post(c10d::OpType::ALLTOALL, "alltoall", outs, [this, ins, outs, e]() -> Status {
+      std::vector<std::size_t> send, want;
+      for (const at::Tensor& i : ins) send.push_back(elements(i, e));
+      for (const at::Tensor& o : outs) want.push_back(elements(o, e));
+      const at::Tensor all_in = packed(ins, ins[0]), all_out = packed({}, outs[0], outs);
+      RUCCL_TRY(exchange(flat(all_in, e), send, flat(all_out, e), want));
+      unpack(all_out, outs);
+      return Status::ok();
+    });
+  }
+
+  // All tensors (one dtype) as one all-reduce of their concatenation.
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override {
+    TORCH_CHECK(!tensors.empty(), "ruccl allreduce_coalesced: no tensors");
+    for (const at::Tensor& t : tensors) same_kind(t, tensors[0], t.numel(), "allreduce_coalesced");
+    const Element e = reduced(tensors[0], opts.reduceOp);
+    const ReduceOp op = ruccl_op(opts.reduceOp, tensors[0].scalar_type());
+    std::vector<at::Tensor> ts = tensors;
+    return post(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", ts,
+                [this, ts, e, op]() -> Status {
+                  const at::Tensor all = packed(ts, ts[0]);
+                  RUCCL_TRY(comm_->all_reduce_into(rank(), flat(all, e), flat(all, e), op));
+                  unpack(all, ts);
+                  return Status::ok();
+                });
+  }
+
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& /*opts*/) override {
     return post(c10d::OpType::BARRIER, "barrier", {},
                 [this]() -> Status { return comm_->barrier(rank()); });
@@ -409,6 +502,48 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
     TORCH_CHECK(sum == t.size(0), "ruccl alltoall_base: the ", which, " split sizes add up to ",
                 sum, ", the tensor has ", t.size(0), " rows");
     return out;
+  }
+  std::size_t rank_count() const { return static_cast<std::size_t>(getSize()); }
+  // ruccl elements of `t` as `e`.
+  static std::size_t elements(const at::Tensor& t, const Element& e) {
+    return static_cast<std::size_t>(t.numel()) * e.per_element;
+  }
+  // The flat concatenation of `ts` (one contiguous tensor like `like`; empty
+  // for no tensors); with `room`, an uninitialised one as large as they are.
+  static at::Tensor packed(const std::vector<at::Tensor>& ts, const at::Tensor& like,
+                           const std::vector<at::Tensor>& room = {}) {
+    if (!room.empty()) {
+      std::int64_t n = 0;
+      for (const at::Tensor& t : room) n += t.numel();
+      return at::empty({n}, like.options());
+    }
+    if (ts.empty()) return at::empty({0}, like.options());
+    std::vector<at::Tensor> rows;
+    rows.reserve(ts.size());
+    for (const at::Tensor& t : ts) rows.push_back(t.reshape({-1}));
+    return at::cat(rows);
+  }
+  // Copies the flat `all` into `outs`, one after the other.
+  static void unpack(const at::Tensor& all, const std::vector<at::Tensor>& outs) {
+    std::int64_t at = 0;
+    for (const at::Tensor& o : outs) {
+      o.copy_(all.narrow(0, at, o.numel()).view(o.sizes()));
+      at += o.numel();
+    }
+  }
+  // One all_to_all_v of flat blocks: `send[d]` elements of `in` to rank d,
+  // `want[s]` expected from rank s (a missing entry: nothing) into `out`.
+  Status exchange(const TensorView& in, const std::vector<std::size_t>& send, const TensorView& out,
+                  const std::vector<std::size_t>& want) {
+    std::vector<std::size_t> got;
+    RUCCL_TRY(comm_->all_to_all_v_into(rank(), in, send, out, got, all_to_all_options_));
+    std::vector<std::size_t> expected = want;
+    expected.resize(rank_count(), 0);
+    if (got != expected)
+      return Status(ErrorCode::kShapeMismatch,
+                    "rank " + std::to_string(rank()) + " received elements " + counts(got) +
+                        " from the ranks, its tensors hold " + counts(expected));
+    return Status::ok();
   }
   static std::string counts(const std::vector<std::size_t>& v) {
     std::string s = "[";

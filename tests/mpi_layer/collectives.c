@@ -1,10 +1,10 @@
 /* An ordinary MPI program (built against MPI only, not ruccl) that checks the
  * collectives the ruccl layer routes against values it computes itself:
- * Allreduce, Reduce, Bcast, Allgather, Reduce_scatter_block, Alltoall and
- * Barrier, over several datatypes and ops, in place and not, on
- * MPI_COMM_WORLD, a duplicate and a split (odd/even ranks). It also runs a few
- * calls the layer must leave to MPI (MAXLOC, a derived datatype, a user op).
- * Prints "collectives: OK" and exits 0 on success. */
+ * Allreduce, Reduce, Bcast, Allgather(v), Reduce_scatter(_block), Alltoall(v),
+ * Gather(v), Scatter(v), Scan, Exscan and Barrier, over several datatypes and ops, in place and
+ * not, on MPI_COMM_WORLD, a duplicate and a split (odd/even ranks). It also runs a few calls the
+ * layer must leave to MPI (MAXLOC, a derived datatype, a user op). Prints "collectives: OK" and
+ * exits 0 on success. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -220,6 +220,127 @@ static void test_comm(MPI_Comm comm, const char* name) {
       int64_t want = 0;
       for (r = 0; r < size; ++r) want += value(r, before + i);
       CHECK(out[i] == want, "reduce_scatter form %d [%d]", form, i);
+    }
+  }
+  /* Gather / Gatherv / Scatter / Scatterv / Allgatherv, to and from the last
+   * rank, not in place and in place. Rank r's block holds r + 2 ints (v) or
+   * N ints, value(r, i); the v-blocks lie spread (displacement 3 * r + 1 +
+   * the blocks before). */
+  {
+    const int root = size - 1;
+    int rc[64], rd[64], at = 0;
+    for (r = 0; r < size; ++r) {
+      rc[r] = r + 2;
+      rd[r] = at + 3 * r + 1;
+      at = rd[r] + rc[r];
+    }
+    for (i = 0; i < N; ++i) x[i] = (int32_t)value(rank, i);
+    for (i = 0; i < N * size; ++i) y[i] = -1;
+    MPI_Gather(x, N, MPI_INT, rank == root ? y : NULL, N, MPI_INT, root, comm);
+    for (r = 0; r < size && rank == root; ++r)
+      for (i = 0; i < N; ++i) CHECK(y[r * N + i] == (int32_t)value(r, i), "gather [%d][%d]", r, i);
+    for (i = 0; i < N * size; ++i) y[i] = -1;
+    if (rank == root)
+      for (i = 0; i < N; ++i) y[rank * N + i] = (int32_t)value(rank, i);
+    MPI_Gather(rank == root ? MPI_IN_PLACE : x, N, MPI_INT, y, N, MPI_INT, root, comm);
+    for (r = 0; r < size && rank == root; ++r)
+      for (i = 0; i < N; ++i)
+        CHECK(y[r * N + i] == (int32_t)value(r, i), "gather in place [%d][%d]", r, i);
+    for (i = 0; i < N * size; ++i) y[i] = -1;
+    MPI_Gatherv(x, rank + 2, MPI_INT, y, rc, rd, MPI_INT, root, comm);
+    for (r = 0; r < size && rank == root; ++r) {
+      for (i = 0; i < rc[r]; ++i)
+        CHECK(y[rd[r] + i] == (int32_t)value(r, i), "gatherv [%d][%d]", r, i);
+      CHECK(y[rd[r] - 1] == -1, "gatherv wrote outside block %d", r);
+    }
+    if (rank == root)
+      for (i = 0; i < rc[rank]; ++i) y[rd[rank] + i] = 4242 + i;
+    MPI_Gatherv(rank == root ? MPI_IN_PLACE : x, rank + 2, MPI_INT, y, rc, rd, MPI_INT, root, comm);
+    for (r = 0; r < size && rank == root; ++r)
+      for (i = 0; i < rc[r]; ++i)
+        CHECK(y[rd[r] + i] == (r == root ? 4242 + i : (int32_t)value(r, i)),
+              "gatherv in place [%d][%d]", r, i);
+    /* Scatter: block d of the root holds value(d, i); doubles. */
+    {
+      double* big = malloc((size_t)N * size * sizeof(double));
+      for (r = 0; r < size; ++r)
+        for (i = 0; i < N; ++i) big[r * N + i] = rank == root ? (double)value(r + 50, i) : -5.0;
+      for (i = 0; i < N; ++i) dout[i] = -1;
+      MPI_Scatter(big, N, MPI_DOUBLE, dout, N, MPI_DOUBLE, root, comm);
+      for (i = 0; i < N; ++i) CHECK(dout[i] == (double)value(rank + 50, i), "scatter [%d]", i);
+      for (i = 0; i < N; ++i) dout[i] = -1;
+      MPI_Scatter(big, N, MPI_DOUBLE, rank == root ? MPI_IN_PLACE : dout, N, MPI_DOUBLE, root,
+                  comm);
+      for (i = 0; i < N && rank != root; ++i)
+        CHECK(dout[i] == (double)value(rank + 50, i), "scatter in place [%d]", i);
+      for (i = 0; i < N && rank == root; ++i)
+        CHECK(dout[i] == -1, "scatter in place touched recvbuf");
+      /* Scatterv of the spread blocks. */
+      for (i = 0; i < N * size; ++i) big[i] = rank == root ? (double)(i * 3) : -5.0;
+      for (i = 0; i < N; ++i) dout[i] = -1;
+      MPI_Scatterv(big, rc, rd, MPI_DOUBLE, dout, rank + 2, MPI_DOUBLE, root, comm);
+      for (i = 0; i < rank + 2; ++i)
+        CHECK(dout[i] == (double)((rd[rank] + i) * 3), "scatterv [%d]", i);
+      CHECK(dout[rank + 2] == -1, "scatterv wrote past its block");
+      for (i = 0; i < N; ++i) dout[i] = -1;
+      MPI_Scatterv(big, rc, rd, MPI_DOUBLE, rank == root ? MPI_IN_PLACE : dout, rank + 2,
+                   MPI_DOUBLE, root, comm);
+      for (i = 0; i < rank + 2 && rank != root; ++i)
+        CHECK(dout[i] == (double)((rd[rank] + i) * 3), "scatterv in place [%d]", i);
+      free(big);
+    }
+    /* Allgatherv: spread unequal blocks, packed unequal, equal spread; in place. */
+    for (int form = 0; form < 4; ++form) {
+      int c[64], dsp[64], end = 0;
+      for (r = 0; r < size; ++r) {
+        c[r] = form == 2 ? 5 : r + 2;
+        dsp[r] = form == 1 ? end : end + 2 * r + 1;
+        end = dsp[r] + c[r];
+      }
+      for (i = 0; i < N * size; ++i) y[i] = -1;
+      if (form == 3)
+        for (i = 0; i < c[rank]; ++i) y[dsp[rank] + i] = (int32_t)value(rank, i);
+      MPI_Allgatherv(form == 3 ? MPI_IN_PLACE : x, c[rank], MPI_INT, y, c, dsp, MPI_INT, comm);
+      for (r = 0; r < size; ++r) {
+        for (i = 0; i < c[r]; ++i)
+          CHECK(y[dsp[r] + i] == (int32_t)value(r, i), "allgatherv form %d [%d][%d]", form, r, i);
+        CHECK(dsp[r] == 0 || y[dsp[r] - 1] == -1 || form == 1,
+              "allgatherv form %d wrote before block %d", form, r);
+      }
+    }
+  }
+  /* Scan SUM int, MAX double in place; Exscan SUM int64 (rank 0's recvbuf
+   * stays as it was), PROD int64 in place. */
+  {
+    for (i = 0; i < N; ++i) x[i] = (int32_t)value(rank, i);
+    MPI_Scan(x, y, N, MPI_INT, MPI_SUM, comm);
+    for (i = 0; i < N; ++i) {
+      int32_t want = 0;
+      for (r = 0; r <= rank; ++r) want += (int32_t)value(r, i);
+      CHECK(y[i] == want, "scan sum int [%d]", i);
+    }
+    for (i = 0; i < N; ++i) d[i] = (double)value(rank, i);
+    MPI_Scan(MPI_IN_PLACE, d, N, MPI_DOUBLE, MPI_MAX, comm);
+    for (i = 0; i < N; ++i) {
+      double want = -1e30;
+      for (r = 0; r <= rank; ++r) want = (double)value(r, i) > want ? (double)value(r, i) : want;
+      CHECK(d[i] == want, "scan max double in place [%d]", i);
+    }
+    for (i = 0; i < N; ++i) l[i] = value(rank, i);
+    int64_t* ex = (int64_t*)dout;
+    for (i = 0; i < N; ++i) ex[i] = -99;
+    MPI_Exscan(l, ex, N, MPI_INT64_T, MPI_SUM, comm);
+    for (i = 0; i < N; ++i) {
+      int64_t want = rank == 0 ? -99 : 0;
+      for (r = 0; r < rank; ++r) want += value(r, i);
+      CHECK(ex[i] == want, "exscan sum int64 [%d]", i);
+    }
+    for (i = 0; i < N; ++i) l[i] = value(rank, i) % 3 + 2;
+    MPI_Exscan(MPI_IN_PLACE, l, N, MPI_INT64_T, MPI_PROD, comm);
+    for (i = 0; i < N && rank > 0; ++i) {
+      int64_t want = 1;
+      for (r = 0; r < rank; ++r) want *= value(r, i) % 3 + 2;
+      CHECK(l[i] == want, "exscan prod int64 in place [%d]", i);
     }
   }
   MPI_Barrier(comm);

@@ -2,7 +2,8 @@
 ! collectives the ruccl layer routes against values it computes itself:
 ! Allreduce (out of place and MPI_IN_PLACE), Reduce (MPI_IN_PLACE at the
 ! root), Bcast, Allgather (and in place), Reduce_scatter_block,
-! Reduce_scatter, Alltoall, Alltoallv and Barrier, on MPI_COMM_WORLD and a
+! Reduce_scatter, Alltoall, Alltoallv, Gather(v), Scatter(v), Allgatherv,
+! Scan, Exscan and Barrier, on MPI_COMM_WORLD and a
 ! duplicate; and one call the layer leaves to MPI (MAXLOC on MPI_2INTEGER).
 ! Built twice: with `use mpi` and, with RUCCL_F08 defined, `use mpi_f08`
 ! (whose communicators are type(MPI_Comm)). Prints "f_collectives: OK" and
@@ -25,9 +26,11 @@ program f_collectives
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, world_rank, ierr)
   failures = 0
-  call test_comm(MPI_COMM_WORLD)
+  ! The duplicate first: its ruccl communicator shares the world's transports
+  ! only when the layer made the world's at MPI_Init (run_layer.sh checks).
   call MPI_Comm_dup(MPI_COMM_WORLD, dup, ierr)
   call test_comm(dup)
+  call test_comm(MPI_COMM_WORLD)
   call MPI_Comm_free(dup, ierr)
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (world_rank == 0 .and. total == 0) print '(a)', 'f_collectives: OK'
@@ -129,6 +132,69 @@ contains
     call MPI_Alltoallv(sendv, counts, displs, MPI_INTEGER, recvv, counts, block(1:size), &
                        MPI_INTEGER, comm, err)
     call check(all(recvv == [(100 * (size - 1 - r) + rank, r = 0, size - 1)]), 'alltoallv')
+
+    ! Gather to the last rank (3 integers each), then in place there.
+    root = size - 1
+    gathered = -1
+    call MPI_Gather([rank, 2 * rank, 3 * rank], 3, MPI_INTEGER, gathered, 3, MPI_INTEGER, &
+                    root, comm, err)
+    if (rank == root) call check(all(gathered == [((r * i, i = 1, 3), r = 0, size - 1)]), 'gather')
+    gathered = -1
+    if (rank == root) then
+      gathered(3 * rank + 1:3 * rank + 3) = [rank, 2 * rank, 3 * rank]
+      call MPI_Gather(MPI_IN_PLACE, 3, MPI_INTEGER, gathered, 3, MPI_INTEGER, root, comm, err)
+      call check(all(gathered == [((r * i, i = 1, 3), r = 0, size - 1)]), 'gather in place')
+    else
+      call MPI_Gather([rank, 2 * rank, 3 * rank], 3, MPI_INTEGER, gathered, 3, MPI_INTEGER, &
+                      root, comm, err)
+    end if
+    ! Scatter from the last rank: block d is [d, 2 d, 3 d]; in place at the root.
+    if (rank == root) gathered = [((r * i, i = 1, 3), r = 0, size - 1)]
+    b(1:3) = -1
+    call MPI_Scatter(gathered, 3, MPI_INTEGER, b, 3, MPI_INTEGER, root, comm, err)
+    call check(all(b(1:3) == [rank, 2 * rank, 3 * rank]), 'scatter')
+    if (rank == root) then
+      call MPI_Scatter(gathered, 3, MPI_INTEGER, MPI_IN_PLACE, 3, MPI_INTEGER, root, comm, err)
+    else
+      b(1:3) = -1
+      call MPI_Scatter(gathered, 3, MPI_INTEGER, b, 3, MPI_INTEGER, root, comm, err)
+      call check(all(b(1:3) == [rank, 2 * rank, 3 * rank]), 'scatter in place')
+    end if
+    ! Gatherv / Scatterv / Allgatherv with counts 1, 2, 1, 2, ... at displacements
+    ! 2 apart more than packed.
+    counts = [(1 + mod(r, 2), r = 0, size - 1)]
+    displs = [(sum(counts(1:r)) + 2 * r, r = 0, size - 1)]
+    deallocate(gathered)
+    allocate(gathered(sum(counts) + 2 * size))
+    gathered = -1
+    call MPI_Gatherv([(10 * rank + i, i = 1, counts(rank + 1))], counts(rank + 1), MPI_INTEGER, &
+                     gathered, counts, displs, MPI_INTEGER, root, comm, err)
+    if (rank == root) then
+      do r = 0, size - 1
+        call check(all(gathered(displs(r + 1) + 1:displs(r + 1) + counts(r + 1)) == &
+                       [(10 * r + i, i = 1, counts(r + 1))]), 'gatherv')
+      end do
+    end if
+    b(1:2) = -1
+    call MPI_Scatterv(gathered, counts, displs, MPI_INTEGER, b, counts(rank + 1), MPI_INTEGER, &
+                      root, comm, err)
+    call check(all(b(1:counts(rank + 1)) == [(10 * rank + i, i = 1, counts(rank + 1))]), 'scatterv')
+    gathered = -1
+    call MPI_Allgatherv([(10 * rank + i, i = 1, counts(rank + 1))], counts(rank + 1), &
+                        MPI_INTEGER, gathered, counts, displs, MPI_INTEGER, comm, err)
+    do r = 0, size - 1
+      call check(all(gathered(displs(r + 1) + 1:displs(r + 1) + counts(r + 1)) == &
+                     [(10 * r + i, i = 1, counts(r + 1))]), 'allgatherv')
+    end do
+
+    ! Scan and Exscan, Sum of integers: rank r holds r + i.
+    a = [(rank + i, i = 1, n)]
+    call MPI_Scan(a, b, n, MPI_INTEGER, MPI_SUM, comm, err)
+    call check(all(b == [((rank + 1) * i + rank * (rank + 1) / 2, i = 1, n)]), 'scan')
+    b = -1
+    call MPI_Exscan(a, b, n, MPI_INTEGER, MPI_SUM, comm, err)
+    if (rank > 0) call check(all(b == [(rank * i + rank * (rank - 1) / 2, i = 1, n)]), 'exscan')
+    if (rank == 0) call check(all(b == -1), 'exscan left rank 0 alone')
 
     call MPI_Barrier(comm, err)
     call check(err == MPI_SUCCESS, 'barrier')

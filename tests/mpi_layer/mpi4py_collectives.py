@@ -79,6 +79,44 @@ def run(comm, name):
     comm.Reduce_scatter(v, part, recvcounts=rc, op=MPI.SUM)
     whole = sum(np.arange(sum(rc), dtype=np.float64) + r for r in range(size))
     check(np.array_equal(part, whole[sum(rc[:rank]):sum(rc[:rank + 1])]), f"{name} Reduce_scatter")
+    root = size - 1
+    mine = inputs(rank, n, np.float64)
+    gat = np.full(n * size, -1.0) if rank == root else None
+    comm.Gather(mine, gat, root=root)
+    if rank == root:
+        check(np.array_equal(gat, np.concatenate(every)), f"{name} Gather")
+    sc = np.concatenate(every) if rank == root else None
+    piece = np.empty(n)
+    comm.Scatter(sc, piece, root=root)
+    check(np.array_equal(piece, every[rank]), f"{name} Scatter")
+    vc = [r + 2 for r in range(size)]
+    vd = [sum(vc[:r]) + 3 * r for r in range(size)]
+    room = vd[-1] + vc[-1]
+    vsend = np.arange(vc[rank], dtype=np.int32) + 100 * rank
+    want = np.full(room, -1, np.int32)
+    for r in range(size):
+        want[vd[r]:vd[r] + vc[r]] = np.arange(vc[r]) + 100 * r
+    vrecv = np.full(room, -1, np.int32)
+    comm.Gatherv(vsend, [vrecv, vc, vd, MPI.INT] if rank == root else None, root=root)
+    if rank == root:
+        check(np.array_equal(vrecv, want), f"{name} Gatherv")
+    vpiece = np.empty(vc[rank], np.int32)
+    comm.Scatterv([want, vc, vd, MPI.INT] if rank == root else None, vpiece, root=root)
+    check(np.array_equal(vpiece, vsend), f"{name} Scatterv")
+    vall = np.full(room, -1, np.int32)
+    comm.Allgatherv(vsend, [vall, vc, vd, MPI.INT])
+    check(np.array_equal(vall, want), f"{name} Allgatherv")
+    sx = inputs(rank, n, np.int64)
+    sy = np.empty_like(sx)
+    comm.Scan(sx, sy, op=MPI.SUM)
+    check(np.array_equal(sy, sum(inputs(r, n, np.int64) for r in range(rank + 1))),
+          f"{name} Scan")
+    ey = np.full(n, -1.0)
+    comm.Exscan(inputs(rank, n, np.float64), ey, op=MPI.MAX)
+    if rank > 0:
+        check(np.array_equal(ey, np.maximum.reduce(every[:rank])), f"{name} Exscan")
+    else:
+        check(np.all(ey == -1.0), f"{name} Exscan left rank 0 alone")
     comm.Barrier()
 
 

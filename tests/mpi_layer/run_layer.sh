@@ -30,7 +30,8 @@ pre=(-x LD_PRELOAD="$layer")
 # A Python script runs under $RUCCL_PYTHON (one that imports mpi4py), else python3.
 case $program in *.py) program_cmd=("${RUCCL_PYTHON:-python3}" "$program") ;; *) program_cmd=("$program") ;; esac
 colls="MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Allgather MPI_Reduce_scatter_block
-       MPI_Reduce_scatter MPI_Alltoall MPI_Alltoallv MPI_Barrier"
+       MPI_Reduce_scatter MPI_Alltoall MPI_Alltoallv MPI_Barrier MPI_Allgatherv MPI_Gather
+       MPI_Gatherv MPI_Scatter MPI_Scatterv MPI_Scan MPI_Exscan"
 case $mode in
   plain)
     run "${program_cmd[@]}" || fail "exit code $?"

@@ -166,6 +166,37 @@ dist.all_to_all_single(even_mine, even_in)
 dist.all_to_all_single(even_ref, even_in, group=gloo)
 check.equal("all_to_all_single even", even_mine, even_ref)
 
+# --- gather and scatter to/from the last rank (int16 as bytes), against Gloo.
+for dtype in (torch.float32, torch.int64, torch.int16):
+    root = size - 1
+    t = values(7, dtype).reshape(7, 1)
+    mine = [torch.full_like(t, -1) for _ in range(size)] if rank == root else None
+    dist.gather(t, mine, dst=root)
+    ref = gathered(t)  # on every rank: a Gloo collective
+    if rank == root:
+        for r in range(size):
+            check.equal(f"gather {dtype} block {r}", mine[r], ref[r])
+    blocks = [values(5, dtype, r=d, salt=9) for d in range(size)] if rank == root else None
+    out = torch.full((5,), -1, dtype=dtype)
+    dist.scatter(out, blocks, src=root)
+    check.equal(f"scatter {dtype}", out, values(5, dtype, r=rank, salt=9))
+
+# --- the list all_to_all (rank s sends s + d + 1 elements to rank d) and
+#     all_reduce_coalesced (three tensors of one dtype), computed here.
+for dtype in (torch.float32, torch.int32):
+    ins = [values(rank + d + 1, dtype, salt=d) for d in range(size)]
+    outs = [torch.full((s + rank + 1,), -1, dtype=dtype) for s in range(size)]
+    dist.all_to_all(outs, ins)
+    for s in range(size):
+        check.equal(f"all_to_all list {dtype} from {s}", outs[s],
+                    values(s + rank + 1, dtype, r=s, salt=rank))
+    parts = [values(n, dtype, salt=n).reshape(-1, 1) for n in (3, 1, 10)]
+    want = [local_reduce([values(n, dtype, r=r, salt=n).reshape(-1, 1) for r in range(size)],
+                         ReduceOp.SUM) for n in (3, 1, 10)]
+    dist.all_reduce_coalesced(parts)
+    for k in range(3):
+        check.equal(f"all_reduce_coalesced {dtype} tensor {k}", parts[k], want[k])
+
 # --- async: several ops queued, then waited for; FIFO, so results are in order.
 works, tensors = [], []
 for k in range(5):

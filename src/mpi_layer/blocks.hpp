@@ -1,0 +1,42 @@
+// One exchange of blocks between the ranks of a Route (internal to
+// src/mpi_layer): the shape every MPI collective with per-rank blocks takes
+// in ruccl (Alltoall(v), Gather(v), Scatter(v), Allgatherv). Each rank sends
+// block d of its send side to rank d and receives block s of its receive
+// side from rank s, through one ruccl all_to_all_v of bytes. A rooted
+// collective is the exchange in which all blocks but the root's are empty.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "mpi_layer/registry.hpp"
+#include "ruccl/status.hpp"
+
+namespace ruccl::mpi_layer {
+
+// Per rank of the Route (MPI order = ruccl order: the callers route only
+// identity Routes), a block of `bytes[k]` at `base + offset[k]`. An empty
+// block's offset is never read.
+struct Blocks {
+  const void* base = nullptr;
+  std::vector<std::size_t> offset, bytes;
+  explicit Blocks(std::size_t ranks) : offset(ranks, 0), bytes(ranks, 0) {}
+  // Block k of `count[k]` elements of `element` bytes at element `displ[k]`.
+  static Blocks of(const void* base, const int* count, const int* displ, std::size_t element,
+                   std::size_t ranks);
+  // `ranks` equal blocks of `block` bytes, packed in rank order.
+  static Blocks packed(const void* base, std::size_t block, std::size_t ranks);
+};
+
+// Sends `send` and receives into `recv` (whose blocks must not overlap one
+// another). `copy_send`: the send blocks may overlap the receive blocks (MPI's
+// in-place Alltoallv), so they are copied out first. Blocks that lie packed
+// in rank order move straight from and into the caller's memory; others
+// through a packed copy. A source that sent other than recv.bytes[s] is
+// kShapeMismatch naming its MPI rank.
+Status exchange(Route& r, const Blocks& send, const Blocks& recv, bool copy_send = false);
+
+// True when any of the first `n` counts is negative (MPI reports it).
+bool any_negative(const int* counts, int n);
+
+}  // namespace ruccl::mpi_layer
