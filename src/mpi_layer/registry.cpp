@@ -53,8 +53,8 @@ namespace {
 
 // RUCCL_MPI_COLLS: a comma-separated list of allreduce, reduce, bcast,
 // allgather, reduce_scatter_block, reduce_scatter, alltoall, alltoallv,
-// barrier, allgatherv, gather, gatherv, scatter, scatterv, scan, exscan (or
-// "all");
+// barrier, allgatherv, gather, gatherv, scatter, scatterv, scan, exscan,
+// "default" (the first nine, routed when the variable is unset) and "all";
 // case-insensitive.
 std::array<bool, kColls> parse_colls(const char* text, int mpi_rank) {
   std::array<bool, kColls> on{};
@@ -68,6 +68,11 @@ std::array<bool, kColls> parse_colls(const char* text, int mpi_rank) {
     bool known = name.empty();
     if (name == "all") {
       on.fill(true);
+      known = true;
+    }
+    if (name == "default") {
+      for (std::size_t c = 0; c < kColls; ++c)
+        on[c] = on[c] || routed_by_default(static_cast<Coll>(c));
       known = true;
     }
     for (std::size_t c = 0; c < kColls; ++c) {
@@ -98,7 +103,7 @@ Registry::Registry() {
   if (colls != nullptr && *colls != '\0') {
     enabled_ = parse_colls(colls, mpi_rank_);
   } else {
-    enabled_.fill(true);
+    for (std::size_t c = 0; c < kColls; ++c) enabled_[c] = routed_by_default(static_cast<Coll>(c));
   }
   auto config = Config::from_env();
   if (config.is_ok()) {

@@ -54,6 +54,11 @@ enum class Coll : std::uint8_t {
   kExscan
 };
 inline constexpr std::size_t kColls = 16;
+// Routed unless RUCCL_MPI_COLLS says otherwise: Allreduce .. Barrier. The
+// others (Allgatherv, Gather(v), Scatter(v), Scan, Exscan) measured slower
+// than Open MPI's at most sizes on one node (README), so they are routed only
+// when chosen ("all", or by name).
+constexpr bool routed_by_default(Coll c) noexcept { return c <= Coll::kBarrier; }
 std::string_view coll_name(Coll c) noexcept;  // "MPI_Allreduce", ...
 
 // Why a call went where it went.

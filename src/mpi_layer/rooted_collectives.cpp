@@ -3,13 +3,18 @@
 // (blocks.hpp) in which only the root's blocks are not empty: a gather sends
 // one block from every rank to the root, a scatter one block from the root to
 // every rank. In place (MPI_IN_PLACE at the root) the root's own block stays
-// where it is: it sends itself nothing.
+// where it is: it sends itself nothing. Small fixed-count ones are one
+// all_gather or one broadcast instead (small_rooted).
 //
 // The decision follows collectives.cpp's rules, with MPI's rule of which
 // arguments are significant where: the root checks the receive side of a
 // gather (and its send side unless in place), every other rank its send side
 // only; a scatter the other way round. Every process checks the root.
 #include "mpi_layer/collectives.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "core/catch_to_status.hpp"
 #include "mpi_layer/blocks.hpp"
@@ -27,14 +32,15 @@ int rank_in(MPI_Comm comm) {
 }
 
 // The two sides of a rooted exchange: the root's, with a block per rank
-// (a gather's receive side, a scatter's send side; counts == nullptr: `count`
-// for every rank), significant only at the root; and every rank's own block,
+// (a gather's receive side, a scatter's send side; not `vector`: `count` for
+// every rank), significant only at the root; and every rank's own block,
 // significant everywhere but at a root in place.
 struct ManySide {
+  bool vector;  // Gatherv/Scatterv: counts and displs (significant at the root only)
   const void* base;
   const int* counts;
   const int* displs;
-  int count;
+  int count;  // Gather/Scatter
   MPI_Datatype type;
 };
 struct OneSide {
@@ -53,14 +59,39 @@ Why rooted_check(int root, MPI_Comm comm, bool in_place, const ManySide& many, c
     const auto info = type_info(many.type);
     if (!info) return Why::kDatatype;
     many_bytes = info->bytes;
-    if (many.counts != nullptr ? any_negative(many.counts, size) : many.count < 0)
-      return Why::kArgument;
+    if (many.vector ? any_negative(many.counts, size) : many.count < 0) return Why::kArgument;
   }
   if (is_root && in_place) return Why::kRouted;
   const auto info = type_info(one.type);
   if (!info) return Why::kDatatype;
   one_bytes = info->bytes;
   return one.count < 0 ? Why::kArgument : Why::kRouted;
+}
+
+// Gather and Scatter whose blocks of all ranks together are at most
+// kSmallRooted bytes (and the communicator's lean threshold): one all_gather
+// (gather) or one broadcast of the root's blocks (scatter), which ruccl runs in
+// one round through the node's mailboxes, in place of an all-to-all-v's
+// pairwise rounds. Every rank then holds all blocks; it keeps what MPI gives it.
+constexpr std::size_t kSmallRooted = std::size_t{16} << 10;
+
+Status small_rooted(Route& r, bool gathering, const ManySide& many, const OneSide& one,
+                    std::size_t block, bool in_place, std::size_t at) {
+  const std::size_t n = r.size;
+  const bool is_root = r.rank == at;
+  auto* blocks = static_cast<std::byte*>(const_cast<void*>(many.base));  // the root's
+  std::vector<std::byte> all(is_root ? 0 : block * n);
+  std::byte* out = is_root ? blocks : all.data();
+  if (gathering) {
+    // At the root straight into recvbuf (in place: its block is there already).
+    const void* in = is_root && in_place ? blocks + at * block : one.base;
+    return r.comm->all_gather_into(r.rank, host_view(in, DataType::kBytes, block),
+                                   host_view(out, DataType::kBytes, block * n));
+  }
+  const TensorView v = host_view(out, DataType::kBytes, block * n);
+  RUCCL_TRY(r.comm->broadcast_into(r.rank, is_root ? &v : nullptr, v));
+  if (!(is_root && in_place)) std::memcpy(const_cast<void*>(one.base), out + r.rank * block, block);
+  return Status::ok();
 }
 
 // One exchange (in place, the root leaves its own block where it is).
@@ -72,9 +103,17 @@ std::optional<int> rooted_of(Coll c, bool gathering, const ManySide& many, const
   if (r == nullptr) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
     const auto at = static_cast<std::size_t>(root);
+    if (!many.vector) {  // every rank knows the block: the same choice everywhere
+      const bool root_in_place = r->rank == at && in_place;
+      const std::size_t block = root_in_place ? static_cast<std::size_t>(many.count) * many_bytes
+                                              : static_cast<std::size_t>(one.count) * one_bytes;
+      const std::size_t small = std::min(kSmallRooted, r->comm->config().lean_bytes());
+      if (block * r->size <= small)
+        return small_rooted(*r, gathering, many, one, block, in_place, at);
+    }
     Blocks blocks(r->size), mine(r->size);
     if (r->rank == at)
-      blocks = many.counts != nullptr
+      blocks = many.vector
                    ? Blocks::of(many.base, many.counts, many.displs, many_bytes, r->size)
                    : Blocks::packed(many.base, static_cast<std::size_t>(many.count) * many_bytes,
                                     r->size);
@@ -93,27 +132,27 @@ std::optional<int> rooted_of(Coll c, bool gathering, const ManySide& many, const
 
 std::optional<int> gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                           int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return rooted_of(Coll::kGather, true, {recvbuf, nullptr, nullptr, recvcount, recvtype},
+  return rooted_of(Coll::kGather, true, {false, recvbuf, nullptr, nullptr, recvcount, recvtype},
                    {sendbuf, sendcount, sendtype}, sendbuf == MPI_IN_PLACE, root, comm);
 }
 
 std::optional<int> gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                            const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                            int root, MPI_Comm comm) {
-  return rooted_of(Coll::kGatherv, true, {recvbuf, recvcounts, displs, 0, recvtype},
+  return rooted_of(Coll::kGatherv, true, {true, recvbuf, recvcounts, displs, 0, recvtype},
                    {sendbuf, sendcount, sendtype}, sendbuf == MPI_IN_PLACE, root, comm);
 }
 
 std::optional<int> scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                            int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return rooted_of(Coll::kScatter, false, {sendbuf, nullptr, nullptr, sendcount, sendtype},
+  return rooted_of(Coll::kScatter, false, {false, sendbuf, nullptr, nullptr, sendcount, sendtype},
                    {recvbuf, recvcount, recvtype}, recvbuf == MPI_IN_PLACE, root, comm);
 }
 
 std::optional<int> scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
                             MPI_Datatype sendtype, void* recvbuf, int recvcount,
                             MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return rooted_of(Coll::kScatterv, false, {sendbuf, sendcounts, displs, 0, sendtype},
+  return rooted_of(Coll::kScatterv, false, {true, sendbuf, sendcounts, displs, 0, sendtype},
                    {recvbuf, recvcount, recvtype}, recvbuf == MPI_IN_PLACE, root, comm);
 }
 

@@ -3,9 +3,11 @@
 # LD_PRELOAD of libruccl_mpi.so and checks its output.
 #   run_layer.sh <mode> <np> <layer.so> <program | script.py> [mpiexec]
 # modes:
-#   routed    RUCCL_DEBUG=INFO: the program says OK and, on every rank, every
-#             collective it calls was routed at least once, and only
-#             MPI_COMM_WORLD's communicator opened transports
+#   routed    RUCCL_DEBUG=INFO, RUCCL_MPI_COLLS=all: the program says OK and, on
+#             every rank, every collective it calls was routed at least once,
+#             and only MPI_COMM_WORLD's communicator opened transports
+#   default   no RUCCL_MPI_COLLS: OK, the default nine collectives are routed,
+#             Gather(v), Scatter(v), Allgatherv and the scans fall back
 #   off       RUCCL_MPI=0: the program says OK and nothing was routed
 #   chosen    RUCCL_MPI_COLLS=allreduce,barrier: only those are routed
 #   multiple  a script.py under MPI_THREAD_MULTIPLE: OK, and nothing routed
@@ -37,7 +39,8 @@ case $mode in
     run "${program_cmd[@]}" || fail "exit code $?"
     grep -q ": OK" "$out" || fail "no OK line" ;;
   routed)
-    run "${pre[@]}" -x RUCCL_DEBUG=INFO "${program_cmd[@]}" || fail "exit code $?"
+    run "${pre[@]}" -x RUCCL_DEBUG=INFO -x RUCCL_MPI_COLLS=all "${program_cmd[@]}" ||
+      fail "exit code $?"
     grep -q ": OK" "$out" || fail "no OK line"
     for c in $colls; do
       n=$(grep -cE "MPI rank [0-9]+: $c routed [1-9][0-9]*," "$out")
@@ -47,6 +50,18 @@ case $mode in
     # duplicates and splits share them.
     n=$(grep -cE "MPI rank [0-9]+: communicators: [0-9]+ shared the world's transports, 1 opened their own" "$out")
     [ "$n" -eq "$np" ] || fail "communicators opened transports of their own on $((np - n)) of $np ranks" ;;
+  default)
+    run "${pre[@]}" -x RUCCL_DEBUG=INFO "${program_cmd[@]}" || fail "exit code $?"
+    grep -q ": OK" "$out" || fail "no OK line"
+    for c in $colls; do
+      case $c in
+        MPI_Allgatherv | MPI_Gather* | MPI_Scatter* | MPI_Scan | MPI_Exscan)
+          want="$c routed 0, fell back [1-9][0-9]* \\(not in RUCCL_MPI_COLLS" ;;
+        *) want="$c routed [1-9][0-9]*," ;;
+      esac
+      n=$(grep -cE "MPI rank [0-9]+: $want" "$out")
+      [ "$n" -eq "$np" ] || fail "$c: '$want' on $n of $np ranks"
+    done ;;
   off)
     run "${pre[@]}" -x RUCCL_DEBUG=INFO -x RUCCL_MPI=0 "$program" || fail "exit code $?"
     grep -q ": OK" "$out" || fail "no OK line"
