@@ -2,6 +2,7 @@
 
   PYTHONPATH=build/python mpirun --allow-run-as-root -np 2 -x PYTHONPATH \
       -x OMP_NUM_THREADS=1 /usr/bin/python3 bench/torch_bench.py [--json out.json]
+      [--plot-json plot.json]   (then tools/plot_perf plot.json -o plot.svg)
 
 (or under torchrun: RANK/WORLD_SIZE/MASTER_* come from it). Part 1: in-place
 float32 all_reduce (SUM), 8 B .. --max-bytes, x4 per step; every iteration
@@ -54,6 +55,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--ddp-steps", type=int, default=20)
     ap.add_argument("--json", help="write the medians here (rank 0)")
+    ap.add_argument("--plot-json", help="write the all_reduce medians here in ruccl-perf's "
+                    "--json form, for tools/plot_perf (rank 0)")
     args = ap.parse_args()
 
     rank, size = rank_and_size()
@@ -135,6 +138,19 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=1)
+        if args.plot_json:  # the medians as p50 (ruccl-perf's rows: one per backend and size)
+            rows = []
+            for row in results["all_reduce"]:
+                for impl in ("ruccl", "gloo"):
+                    t = row[impl]
+                    algbw = row["bytes"] / t["us"] / 1e3
+                    rows.append({"collective": "all_reduce", "redop": "sum", "impl": impl,
+                                 "peer": impl != "ruccl", "size": row["bytes"],
+                                 "in_place": {"p50_us": t["us"], "time_us": t["us"],
+                                              "algbw_gbps": algbw, "busbw_gbps": t["busbw_gbs"]}})
+            with open(args.plot_json, "w") as f:
+                json.dump({"label": f"torch.distributed np={size}", "mode": "torch",
+                           "results": rows}, f, indent=1)
     dist.destroy_process_group()
 
 
