@@ -156,7 +156,7 @@ AlgorithmTable make_table(const Config& config) {
     // The whole world on one node: small collectives through its mailboxes
     // (np=2 all_reduce here: 0.4-1.0 of Open MPI's time from 8 KiB to 64
     // KiB, against 0.9-1.4 for the ring over UCX; up to 8 KiB 0.8-1.5).
-    if (hierarchical && kind != CollectiveKind::kAllToAllV && config.lean_bytes() > 0)
+    if (hierarchical && config.lean_bytes() > 0)
       add(t, kind, Algorithm::kNodeMailbox, 0,
           std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
     if (kind == CollectiveKind::kAllReduce) {
@@ -187,7 +187,7 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
       const bool kind =
           call.kind == CollectiveKind::kAllReduce || call.kind == CollectiveKind::kReduce ||
           call.kind == CollectiveKind::kBroadcast || call.kind == CollectiveKind::kAllGather ||
-          call.kind == CollectiveKind::kReduceScatter;
+          call.kind == CollectiveKind::kReduceScatter || call.kind == CollectiveKind::kAllToAllV;
       const std::size_t held = call.kind == CollectiveKind::kBroadcast ? 1 : topo.world - 1;
       return topo.node_mailbox && call.lean_offer && kind && topo.host_buffers && topo.world >= 2 &&
              call.bytes <= call.fused_capacity && call.bytes <= call.budget / held &&

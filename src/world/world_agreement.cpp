@@ -50,15 +50,20 @@ constexpr std::size_t kLeanDims = 4;
 constexpr std::size_t kLeanHeader = 64;
 using LeanHeader = std::array<std::uint64_t, kLeanHeader / 8>;
 
+// An all_to_all_v's header: h[1] is the row width (elements), h[3] this
+// rank's output capacity (elements; all ones for the value form), no dims;
+// its slot holds the send counts (one word per rank) before the rows.
 bool lean_kind(CollectiveKind kind) {
   return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduce ||
          kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather ||
-         kind == CollectiveKind::kReduceScatter;
+         kind == CollectiveKind::kReduceScatter || kind == CollectiveKind::kAllToAllV;
 }
+constexpr std::uint64_t kNoCapacity = ~std::uint64_t{0};
 
 LeanHeader lean_header(const core::Request& req, const core::Geometry& g, const TensorView* view) {
   LeanHeader h{};
-  const std::size_t dims = view ? view->shape.size() : 0;
+  const bool a2a = req.kind == CollectiveKind::kAllToAllV;
+  const std::size_t dims = view && !a2a ? view->shape.size() : 0;
   h[0] = static_cast<std::uint64_t>(req.dtype) | std::uint64_t(req.op) << 8 |
          std::uint64_t(dims) << 16 | std::uint64_t(req.kind) << 24 |
          std::uint64_t(req.has_input ? 1 : 0) << 32 | std::uint64_t(req.out ? 1 : 0) << 33;
@@ -66,6 +71,11 @@ LeanHeader lean_header(const core::Request& req, const core::Geometry& g, const 
   h[2] = req.max_chunk_bytes;
   h[3] = req.kind == CollectiveKind::kReduce ? req.root : 0;
   for (std::size_t d = 0; d < dims; ++d) h[4 + d] = view->shape[d];
+  if (a2a) {
+    h[0] &= ~std::uint64_t{0xff00};  // the op does not take part
+    h[1] = g.unit;
+    h[3] = req.out ? req.out->count() : kNoCapacity;
+  }
   return h;
 }
 
@@ -76,19 +86,75 @@ struct LeanPlan {
   std::size_t count;  // elements of each input (the sender's, for a broadcast)
   std::size_t root;   // reduce's root, broadcast's sender
   Shape shape;        // of each input (the sender's)
+  // all_to_all_v: `count` is the row width; rows[s * world + d] rows go from s to d.
+  std::vector<std::size_t> rows;
 };
+
+// An all_to_all_v's slots: every rank's send counts (read from its slot, not
+// trusted: they must add up to its payload, with no overflow) fit every
+// receiver's capacity, and a row fits the budget; else the agreement decides
+// and names what is wrong.
+std::optional<LeanPlan> lean_fits_a2a(const std::vector<LeanHeader>& heads,
+                                      const std::vector<std::size_t>& sizes,
+                                      const std::vector<const std::byte*>& inputs,
+                                      std::size_t world) {
+  const LeanHeader& h0 = heads[0];
+  constexpr std::uint64_t kOutputBit = std::uint64_t{1} << 33;
+  for (std::size_t r = 1; r < world; ++r) {
+    LeanHeader a = heads[r], b = h0;
+    a[0] &= ~kOutputBit;
+    b[0] &= ~kOutputBit;
+    a[3] = b[3] = 0;  // capacities differ
+    if (a != b) return std::nullopt;
+  }
+  if ((h0[0] & 0xff) > static_cast<std::uint64_t>(DataType::kBytes)) return std::nullopt;
+  LeanPlan plan{CollectiveKind::kAllToAllV,
+                static_cast<DataType>(h0[0] & 0xff),
+                ReduceOp::kSum,
+                h0[1],
+                0,
+                {},
+                std::vector<std::size_t>(world * world)};
+  const auto row_bytes = checked_mul(plan.count, dtype_size(plan.dtype));
+  if (!row_bytes || *row_bytes == 0 || *row_bytes > h0[2]) return std::nullopt;
+  const auto counts_bytes = checked_mul(world, sizeof(std::uint64_t));
+  if (!counts_bytes) return std::nullopt;
+  std::vector<std::size_t> received(world, 0);
+  for (std::size_t s = 0; s < world; ++s) {
+    if (sizes[s] < *counts_bytes) return std::nullopt;
+    std::optional<std::size_t> total = 0;
+    for (std::size_t d = 0; d < world && total; ++d) {
+      std::uint64_t c = 0;
+      std::memcpy(&c, inputs[s] + d * sizeof c, sizeof c);
+      plan.rows[s * world + d] = c;
+      total = checked_add(*total, c);
+      const auto in_d = checked_add(received[d], c);
+      if (!in_d) return std::nullopt;
+      received[d] = *in_d;
+    }
+    const auto payload = total ? checked_mul(*total, *row_bytes) : std::nullopt;
+    if (!payload || *payload != sizes[s] - *counts_bytes) return std::nullopt;
+  }
+  for (std::size_t d = 0; d < world; ++d) {
+    const auto elements = checked_mul(received[d], plan.count);
+    if (!elements || (heads[d][3] != kNoCapacity && *elements > heads[d][3])) return std::nullopt;
+  }
+  return plan;
+}
 
 // Whether the ranks' lean slots (their headers and payload sizes) make one
 // collective that the lean path runs; the same answer on every rank. What it
 // refuses (any difference) goes to the agreement, which names it.
 std::optional<LeanPlan> lean_fits(const std::vector<LeanHeader>& heads,
-                                  const std::vector<std::size_t>& sizes, std::size_t world) {
+                                  const std::vector<std::size_t>& sizes,
+                                  const std::vector<const std::byte*>& inputs, std::size_t world) {
   const auto field = [](const LeanHeader& h, unsigned shift, std::uint64_t mask) {
     return (h[0] >> shift) & mask;
   };
   const LeanHeader& h0 = heads[0];
   const auto kind = static_cast<CollectiveKind>(field(h0, 24, 0xff));
   if (!lean_kind(kind)) return std::nullopt;
+  if (kind == CollectiveKind::kAllToAllV) return lean_fits_a2a(heads, sizes, inputs, world);
   std::size_t lead = 0;  // the rank whose header describes the data
   if (kind == CollectiveKind::kBroadcast) {
     std::size_t senders = 0;
@@ -122,7 +188,8 @@ std::optional<LeanPlan> lean_fits(const std::vector<LeanHeader>& heads,
                 static_cast<ReduceOp>(field(h, 8, 0xff)),
                 h[1],
                 kind == CollectiveKind::kBroadcast ? lead : h[3],
-                Shape(h.begin() + 4, h.begin() + 4 + dims)};
+                Shape(h.begin() + 4, h.begin() + 4 + dims),
+                {}};
   // Every input is where its header says (bytes of the count).
   const std::size_t bytes = plan.count * dtype_size(plan.dtype);
   for (std::size_t r = 0; r < world; ++r) {
@@ -140,6 +207,31 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
   const std::size_t es = dtype_size(plan.dtype);
   const std::size_t n = plan.count;
   core::RankOutcome out;
+  if (plan.kind == CollectiveKind::kAllToAllV) {
+    // From each source s, its block for this rank: after its counts and the
+    // rows it sends to the ranks before this one.
+    const std::size_t row = plan.count * es, counts = world * sizeof(std::uint64_t);
+    std::size_t total = 0;
+    for (std::size_t s = 0; s < world; ++s) total += plan.rows[s * world + me];
+    void* dst = req.out ? req.out->data : nullptr;
+    if (!req.out) {
+      auto mem = adapter.allocate(device, total * row);
+      RUCCL_TRY(mem);
+      dst = mem.value().get();
+      out.tensor.emplace(std::move(mem).value(), plan.dtype, core::with_rows(req.in.shape, total),
+                         device);
+    }
+    auto* d = static_cast<std::byte*>(dst);
+    for (std::size_t s = 0; s < world; ++s) {
+      std::size_t before = 0;
+      for (std::size_t k = 0; k < me; ++k) before += plan.rows[s * world + k];
+      const std::size_t rows = plan.rows[s * world + me];
+      if (rows > 0) std::memcpy(d, inputs[s] + counts + before * row, rows * row);
+      d += rows * row;
+      out.recv_counts.push_back(rows);
+    }
+    return out;
+  }
   const bool gather = plan.kind == CollectiveKind::kAllGather;
   const bool gets = plan.kind != CollectiveKind::kReduce || me == plan.root;
   if (!gets) return out;  // a reduce's other ranks get nothing
@@ -438,9 +530,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   }
 
   // The lean path (node mailboxes, every rank of the world on this node): a
-  // small all-reduce, reduce, broadcast or all-gather is one round through the
-  // lean lane. Each rank writes a short fingerprint (lean_header) and its
-  // input into its slot; when every rank's fingerprint fits the others
+  // small all-reduce, reduce, broadcast, all-gather, reduce-scatter or
+  // all-to-all-v is one round through the lean lane. Each rank writes a short fingerprint
+  // (lean_header) and its input (an all-to-all-v its send counts, then its rows) into its slot;
+  // when every rank's fingerprint fits the others
   // (lean_fits, a pure function of the slots), every rank computes its output
   // from the slots: reductions in rank order (the same bits everywhere). A
   // rank that finds otherwise, or a peer on the full lane, falls back to the
@@ -461,12 +554,21 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     node::Mailbox& box = *mailbox_;
     const std::size_t base = box.shape().first;
     const std::size_t me = first_ + local;
-    const std::size_t bytes = req.has_input ? geometry.count * dtype_size(req.dtype) : 0;
+    // An all_to_all_v's send counts ride before its rows.
+    const bool a2a = req.kind == CollectiveKind::kAllToAllV;
+    const std::size_t counts = a2a ? world_ * sizeof(std::uint64_t) : 0;
+    if (a2a && req.send_counts.size() != world_) return std::nullopt;
+    const std::size_t data = req.has_input ? geometry.count * dtype_size(req.dtype) : 0;
+    const std::size_t bytes = counts + data;
     if (kLeanHeader + bytes > box.shape().lean_bytes) return std::nullopt;
     const LeanHeader head = lean_header(req, geometry, view);
     const std::span<std::byte> slot = box.slot(me - base, seq, node::Lane::kLean);
     std::memcpy(slot.data(), head.data(), kLeanHeader);
-    if (bytes > 0) std::memcpy(slot.data() + kLeanHeader, req.in.data, bytes);
+    for (std::size_t d = 0; d < world_ && a2a; ++d) {
+      const std::uint64_t c = req.send_counts[d];
+      std::memcpy(slot.data() + kLeanHeader + d * sizeof c, &c, sizeof c);
+    }
+    if (data > 0) std::memcpy(slot.data() + kLeanHeader + counts, req.in.data, data);
     box.publish(me - base, seq, kLeanHeader + bytes, node::Lane::kLean);
     LeanScratch& k = lean_[local];
     k.heads.resize(world_);
@@ -497,7 +599,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       k.sizes[r] = got.size() - kLeanHeader;
     }
     const std::optional<LeanPlan> plan =
-        lean ? lean_fits(k.heads, k.sizes, world_) : std::optional<LeanPlan>();
+        lean ? lean_fits(k.heads, k.sizes, k.inputs, world_) : std::optional<LeanPlan>();
     if (!plan) return std::nullopt;  // every rank saw the same slots: all fall back
     auto outcome = core::catch_to_status(ErrorCode::kInternal, "the lean path", [&] {
       return lean_run(*plan, req, me, k.inputs, adapter, device);

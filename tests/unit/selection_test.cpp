@@ -123,15 +123,17 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   EXPECT_EQ(pick(c, lean_offer(8), world(2, 1)), Algorithm::kOneShot);
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), node(2, 1)), Algorithm::kOneShot);
   EXPECT_NE(pick(c, lean_offer(8), node(2, 1, false)), Algorithm::kNodeMailbox);
-  // Broadcast, reduce, all-gather and reduce-scatter too (a broadcast's
-  // receiver holds only the sender's input); not all-to-all-v.
+  // Broadcast, reduce, all-gather, reduce-scatter and all-to-all-v too (a
+  // broadcast's receiver holds only the sender's input).
   CallShape other = lean_offer(8);
-  for (CollectiveKind kind : {CollectiveKind::kBroadcast, CollectiveKind::kReduce,
-                              CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
+  for (CollectiveKind kind :
+       {CollectiveKind::kBroadcast, CollectiveKind::kReduce, CollectiveKind::kAllGather,
+        CollectiveKind::kReduceScatter, CollectiveKind::kAllToAllV}) {
     other.kind = kind;
     EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
   }
   other.kind = CollectiveKind::kAllToAllV;
+  other.bytes = 65537;  // beyond the slot: the ring
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
   // RUCCL_LEAN_BYTES lowers the threshold; 0 turns the lean path off.
   const Config lower = Config().with_lean_bytes(1024);
