@@ -159,6 +159,38 @@ TEST_P(AllToAllV, WrongNumberOfSendCountsIsAnError) {
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
+// A receiver's output one element short, and a dtype that differs on one
+// rank: every rank gets the typed error (across processes on one node the
+// lean path sees it in the slots and leaves it to the agreement, which names
+// it), and the group works afterwards.
+TEST_P(AllToAllV, ShortOutputAndMixedDtypeFailEveryRank) {
+  const Backend& b = tested_backend();
+  const std::size_t world = GetParam();
+  if (world == 1) GTEST_SKIP() << "needs a peer";
+  auto comm = tested_factory().make_comm(world);
+  Failures f;
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
+    const std::vector<std::size_t> ones(world, 1);
+    const Buffer in = b.upload(rank, move_input_buffer(DataType::kI32, rank, world));
+    const Buffer out = b.filled(rank, world * 4, 0);
+    std::vector<std::size_t> got;
+    const std::size_t room = rank == 0 ? world - 1 : world;
+    const Status shortish = comm->all_to_all_v_into(rank, in.view1(DataType::kI32), ones,
+                                                    out.view(DataType::kI32, {room}), got);
+    RANK_CHECK(f, rank, shortish.code() == ErrorCode::kShapeMismatch,
+               "a short output on rank 0: " << describe(shortish));
+    RANK_CHECK(f, rank, shortish.message().find("rank 0") != std::string::npos,
+               "the error does not name rank 0: " << describe(shortish));
+    const DataType dt = rank == world - 1 ? DataType::kF32 : DataType::kI32;
+    auto mixed = comm->all_to_all_v(rank, in.view1(dt), ones);
+    RANK_CHECK(f, rank, !mixed.is_ok(), "a dtype differing on one rank accepted");
+    auto ok = comm->all_to_all_v(rank, in.view1(DataType::kI32), ones);
+    RANK_CHECK(f, rank, ok.is_ok(), "after errors: " << describe(ok.status()));
+    if (ok.is_ok()) RANK_CHECK(f, rank, ok.value().recv_counts == ones, "recv counts after errors");
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
 INSTANTIATE_TEST_SUITE_P(Worlds, AllToAllV, RUCCL_TEST_WORLDS(1, 2, 3, 4, 7, 8), world_name);
 
 }  // namespace
