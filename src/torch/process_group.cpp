@@ -7,8 +7,8 @@
 // all-to-all), as ruccl's opaque bytes. Reductions: SUM, AVG (ruccl's Mean),
 // PRODUCT, MIN, MAX, and BAND, BOR, BXOR on integer dtypes; bool maps SUM/MAX/
 // BOR to or, PRODUCT/MIN/BAND to and. gather, scatter and the list alltoall
-// are one ruccl all_to_all_v; allreduce_coalesced one all-reduce of the
-// tensors' concatenation. Ranks are ruccl's ranks: the store
+// are one ruccl all_to_all_v; allreduce_coalesced and allgather_coalesced one
+// all-reduce / all-gather of the tensors' concatenation. Ranks are ruccl's ranks: the store
 // bootstrap requires every host's ranks to be contiguous (torchrun, mpirun).
 #include "process_group.hpp"
 
@@ -401,6 +401,35 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
       unpack(all_out, outs);
       return Status::ok();
     });
+  }
+
+  // Every rank's tensors (one dtype) as one all-gather of their
+  // concatenation: outputs[r][i] gets rank r's inputs[i].
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& /*opts*/) override {
+    TORCH_CHECK(!inputs.empty(), "ruccl allgather_coalesced: no input tensors");
+    TORCH_CHECK(outputs.size() == rank_count(), "ruccl allgather_coalesced: ", getSize(),
+                " output lists expected, got ", outputs.size());
+    for (const at::Tensor& i : inputs) same_kind(i, inputs[0], i.numel(), "allgather_coalesced");
+    for (const std::vector<at::Tensor>& list : outputs) {
+      TORCH_CHECK(list.size() == inputs.size(),
+                  "ruccl allgather_coalesced: each output list needs ", inputs.size(), " tensors");
+      for (std::size_t i = 0; i < list.size(); ++i)
+        same_kind(list[i], inputs[i], inputs[i].numel(), "allgather_coalesced");
+    }
+    const Element e = moved(inputs[0]);
+    std::vector<at::Tensor> ins = inputs, outs;
+    for (const std::vector<at::Tensor>& list : outputs)
+      outs.insert(outs.end(), list.begin(), list.end());
+    return post(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", outs,
+                [this, ins, outs, e]() -> Status {
+                  const at::Tensor mine = packed(ins, ins[0]);
+                  const at::Tensor all = at::empty({mine.numel() * getSize()}, mine.options());
+                  RUCCL_TRY(comm_->all_gather_into(rank(), flat(mine, e), flat(all, e)));
+                  unpack(all, outs);  // rank by rank, each rank's tensors in order
+                  return Status::ok();
+                });
   }
 
   // All tensors (one dtype) as one all-reduce of their concatenation.

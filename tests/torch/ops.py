@@ -196,6 +196,13 @@ for dtype in (torch.float32, torch.int32):
     dist.all_reduce_coalesced(parts)
     for k in range(3):
         check.equal(f"all_reduce_coalesced {dtype} tensor {k}", parts[k], want[k])
+    mine = [values(n, dtype, salt=n).reshape(-1, 1) for n in (2, 5)]
+    lists = [[torch.full_like(t, -1) for t in mine] for _ in range(size)]
+    dist.all_gather_coalesced(lists, mine)
+    for r in range(size):
+        for k, n in enumerate((2, 5)):
+            check.equal(f"all_gather_coalesced {dtype} rank {r} tensor {k}", lists[r][k],
+                        values(n, dtype, r=r, salt=n).reshape(-1, 1))
 
 # --- async: several ops queued, then waited for; FIFO, so results are in order.
 works, tensors = [], []
