@@ -35,6 +35,20 @@ int delete_route(MPI_Comm, int, void* attribute, void*) {
   return MPI_SUCCESS;
 }
 
+// r.ruccl_of_mpi and r.identity from the MPI rank of each ruccl rank.
+Status map_ranks(Route& r, const std::vector<std::int32_t>& mpi_of_ruccl) {
+  r.ruccl_of_mpi.assign(r.size, 0);
+  r.identity = true;
+  for (std::size_t k = 0; k < r.size; ++k) {
+    const auto m = static_cast<std::size_t>(mpi_of_ruccl[k]);
+    if (mpi_of_ruccl[k] < 0 || m >= r.size)
+      return Status(ErrorCode::kInternal, "MPI rank out of range in the rank map");
+    r.ruccl_of_mpi[m] = k;
+    r.identity = r.identity && m == k;
+  }
+  return Status::ok();
+}
+
 Status connect(Route& r, MPI_Comm comm, const Config& config) {
   bootstrap::MpiBootstrapOptions options;
   options.timeout = config.timeout();
@@ -55,14 +69,7 @@ Status connect(Route& r, MPI_Comm comm, const Config& config) {
   RUCCL_TRY(r.comm->all_gather_into(
       r.rank, TensorView::of(&mine, DataType::kBytes, sizeof mine, host_device(0)),
       TensorView::of(all.data(), DataType::kBytes, all.size() * sizeof mine, host_device(0))));
-  r.ruccl_of_mpi.assign(r.size, 0);
-  for (std::size_t k = 0; k < r.size; ++k) {
-    const auto m = static_cast<std::size_t>(all[k]);
-    if (m >= r.size) return Status(ErrorCode::kInternal, "MPI rank out of range in the rank map");
-    r.ruccl_of_mpi[m] = k;
-    r.identity = r.identity && m == k;
-  }
-  return Status::ok();
+  return map_ranks(r, all);
 }
 
 // A communicator split from the world's: its processes, in the order of a
@@ -87,7 +94,8 @@ Status connect_shared(Route& r, MPI_Comm comm, const Route& world, const Config&
   const auto n = static_cast<std::size_t>(size);
   if (ranks.value().size() != n)
     return Status(ErrorCode::kInternal, "mpi layer: the bootstrap has another size");
-  std::vector<int> rank_of_process(n), in_world(n);
+  std::vector<std::int32_t> rank_of_process(n);
+  std::vector<int> in_world(n);
   for (std::size_t p = 0; p < n; ++p) {
     std::int32_t v = -1;
     if (ranks.value()[p].size() == sizeof v) std::memcpy(&v, ranks.value()[p].data(), sizeof v);
@@ -115,13 +123,7 @@ Status connect_shared(Route& r, MPI_Comm comm, const Route& world, const Config&
   r.comm = std::move(made).value();
   r.rank = r.comm->first_rank();
   r.size = n;
-  r.ruccl_of_mpi.assign(n, 0);
-  r.identity = true;
-  for (std::size_t p = 0; p < n; ++p) {
-    r.ruccl_of_mpi[static_cast<std::size_t>(rank_of_process[p])] = p;
-    r.identity = r.identity && static_cast<std::size_t>(rank_of_process[p]) == p;
-  }
-  return Status::ok();
+  return map_ranks(r, rank_of_process);  // the child's ranks are the bootstrap's processes
 }
 
 }  // namespace

@@ -315,14 +315,7 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
                                       Shape{static_cast<std::size_t>(c.size(0)), row}, device_};
                   const TensorView ov{o.data_ptr(), e.dtype,
                                       Shape{static_cast<std::size_t>(o.size(0)), row}, device_};
-                  std::vector<std::size_t> got;
-                  RUCCL_TRY(
-                      comm_->all_to_all_v_into(rank(), iv, send, ov, got, all_to_all_options_));
-                  if (got != want)
-                    return Status(ErrorCode::kShapeMismatch,
-                                  "rank " + std::to_string(rank()) + " received rows " +
-                                      counts(got) + " from the ranks, its output_split_sizes say " +
-                                      counts(want));
+                  RUCCL_TRY(exchange(iv, send, ov, want, "rows", "its output_split_sizes say"));
                   copy_back(out, o);
                   return Status::ok();
                 });
@@ -562,16 +555,18 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
   }
   // One all_to_all_v of flat blocks: `send[d]` elements of `in` to rank d,
   // `want[s]` expected from rank s (a missing entry: nothing) into `out`.
+  // (`unit`, `theirs`: the words of the error message.)
   Status exchange(const TensorView& in, const std::vector<std::size_t>& send, const TensorView& out,
-                  const std::vector<std::size_t>& want) {
+                  const std::vector<std::size_t>& want, const char* unit = "elements",
+                  const char* theirs = "its tensors hold") {
     std::vector<std::size_t> got;
     RUCCL_TRY(comm_->all_to_all_v_into(rank(), in, send, out, got, all_to_all_options_));
     std::vector<std::size_t> expected = want;
     expected.resize(rank_count(), 0);
     if (got != expected)
-      return Status(ErrorCode::kShapeMismatch,
-                    "rank " + std::to_string(rank()) + " received elements " + counts(got) +
-                        " from the ranks, its tensors hold " + counts(expected));
+      return Status(ErrorCode::kShapeMismatch, "rank " + std::to_string(rank()) + " received " +
+                                                   unit + " " + counts(got) + " from the ranks, " +
+                                                   theirs + " " + counts(expected));
     return Status::ok();
   }
   static std::string counts(const std::vector<std::size_t>& v) {

@@ -90,6 +90,20 @@ struct LeanPlan {
   std::vector<std::size_t> rows;
 };
 
+// Whether every rank's header equals rank 0's but for has_output (value and
+// into forms may mix) and, for an all_to_all_v, the output capacity.
+bool same_headers(const std::vector<LeanHeader>& heads, std::size_t world, bool but_capacity) {
+  constexpr std::uint64_t kOutputBit = std::uint64_t{1} << 33;
+  for (std::size_t r = 1; r < world; ++r) {
+    LeanHeader a = heads[r], b = heads[0];
+    a[0] &= ~kOutputBit;
+    b[0] &= ~kOutputBit;
+    if (but_capacity) a[3] = b[3] = 0;
+    if (a != b) return false;
+  }
+  return true;
+}
+
 // An all_to_all_v's slots: every rank's send counts (read from its slot, not
 // trusted: they must add up to its payload, with no overflow) fit every
 // receiver's capacity, and a row fits the budget; else the agreement decides
@@ -99,14 +113,7 @@ std::optional<LeanPlan> lean_fits_a2a(const std::vector<LeanHeader>& heads,
                                       const std::vector<const std::byte*>& inputs,
                                       std::size_t world) {
   const LeanHeader& h0 = heads[0];
-  constexpr std::uint64_t kOutputBit = std::uint64_t{1} << 33;
-  for (std::size_t r = 1; r < world; ++r) {
-    LeanHeader a = heads[r], b = h0;
-    a[0] &= ~kOutputBit;
-    b[0] &= ~kOutputBit;
-    a[3] = b[3] = 0;  // capacities differ
-    if (a != b) return std::nullopt;
-  }
+  if (!same_headers(heads, world, true)) return std::nullopt;
   if ((h0[0] & 0xff) > static_cast<std::uint64_t>(DataType::kBytes)) return std::nullopt;
   LeanPlan plan{CollectiveKind::kAllToAllV,
                 static_cast<DataType>(h0[0] & 0xff),
@@ -169,14 +176,7 @@ std::optional<LeanPlan> lean_fits(const std::vector<LeanHeader>& heads,
       if (field(h, 0, 0xff) != field(s, 0, 0xff) || h[1] != s[1]) return std::nullopt;
     }
   } else {
-    // Equal in every field but has_output (value and into forms may mix).
-    constexpr std::uint64_t kOutputBit = std::uint64_t{1} << 33;
-    for (std::size_t r = 1; r < world; ++r) {
-      LeanHeader a = heads[r], b = h0;
-      a[0] &= ~kOutputBit;
-      b[0] &= ~kOutputBit;
-      if (a != b) return std::nullopt;
-    }
+    if (!same_headers(heads, world, false)) return std::nullopt;
     if (kind == CollectiveKind::kReduce && h0[3] >= world) return std::nullopt;
   }
   const LeanHeader& h = heads[lead];
@@ -199,6 +199,19 @@ std::optional<LeanPlan> lean_fits(const std::vector<LeanHeader>& heads,
   return plan;
 }
 
+// Where this rank's output of `bytes` goes: the caller's buffer, or (value
+// forms) a new tensor of `shape` in `out`.
+Result<std::byte*> output_of(const core::Request& req, core::RankOutcome& out,
+                             DeviceAdapter& adapter, DeviceId device, DataType dtype,
+                             std::size_t bytes, Shape shape) {
+  if (req.out) return static_cast<std::byte*>(req.out->data);
+  auto mem = adapter.allocate(device, bytes);
+  RUCCL_TRY(mem);
+  auto* d = static_cast<std::byte*>(mem.value().get());
+  out.tensor.emplace(std::move(mem).value(), dtype, std::move(shape), device);
+  return d;
+}
+
 // This rank's output of a fitting lean collective, from the slots' inputs.
 Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& req, std::size_t me,
                                    const std::vector<const std::byte*>& inputs,
@@ -213,15 +226,10 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
     const std::size_t row = plan.count * es, counts = world * sizeof(std::uint64_t);
     std::size_t total = 0;
     for (std::size_t s = 0; s < world; ++s) total += plan.rows[s * world + me];
-    void* dst = req.out ? req.out->data : nullptr;
-    if (!req.out) {
-      auto mem = adapter.allocate(device, total * row);
-      RUCCL_TRY(mem);
-      dst = mem.value().get();
-      out.tensor.emplace(std::move(mem).value(), plan.dtype, core::with_rows(req.in.shape, total),
-                         device);
-    }
-    auto* d = static_cast<std::byte*>(dst);
+    auto dst = output_of(req, out, adapter, device, plan.dtype, total * row,
+                         core::with_rows(req.in.shape, total));
+    RUCCL_TRY(dst);
+    std::byte* d = dst.value();
     for (std::size_t s = 0; s < world; ++s) {
       std::size_t before = 0;
       for (std::size_t k = 0; k < me; ++k) before += plan.rows[s * world + k];
@@ -241,19 +249,14 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
                           ? ring::balanced_range(g.rows, world, me, g.unit)
                           : Range{0, n};
   const std::size_t total = gather ? n * world : shard.count;
-  void* dst = req.out ? req.out->data : nullptr;
-  if (!req.out) {
-    auto mem = adapter.allocate(device, total * es);
-    RUCCL_TRY(mem);
-    dst = mem.value().get();
-    Shape shape = plan.shape;
-    if (gather) shape = core::with_rows(plan.shape, g.rows * world);
-    if (plan.kind == CollectiveKind::kReduceScatter)
-      shape = core::with_rows(plan.shape, ring::balanced_range(g.rows, world, me).count);
-    out.tensor.emplace(std::move(mem).value(), plan.dtype, std::move(shape), device);
-  }
+  Shape shape = plan.shape;
+  if (gather) shape = core::with_rows(plan.shape, g.rows * world);
+  if (plan.kind == CollectiveKind::kReduceScatter)
+    shape = core::with_rows(plan.shape, ring::balanced_range(g.rows, world, me).count);
+  auto dst = output_of(req, out, adapter, device, plan.dtype, total * es, std::move(shape));
+  RUCCL_TRY(dst);
   if (total == 0) return out;
-  auto* d = static_cast<std::byte*>(dst);
+  std::byte* d = dst.value();
   switch (plan.kind) {
     case CollectiveKind::kBroadcast: std::memcpy(d, inputs[plan.root], n * es); break;
     case CollectiveKind::kAllGather:
