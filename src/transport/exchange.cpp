@@ -96,6 +96,8 @@ class ExchangeRound {
   using Frame = ExchangeFrame;
 
   Status check_ops(std::span<const SendOp> sends, std::span<const RecvOp> recvs) const;
+  Status check_peers(std::span<const SendOp> sends, std::span<const RecvOp> recvs) const;
+  Status prefer_notice(Status error);
   void lay_out_frames(std::span<const SendOp> sends, std::span<const RecvOp> recvs);
   std::byte* frame(std::size_t at) { return s_.frames.data() + at; }
   void post_recv_op(const RecvOp& op, Frame& f);
@@ -261,7 +263,7 @@ Status ExchangeRound::check_ops(std::span<const SendOp> sends,
       return Status(ErrorCode::kInvalidArgument, which + ": null buffer for " +
                                                      std::to_string(bytes) + " bytes");
     }
-    return t_.peer_usable(peer).with_context(which);
+    return Status::ok();
   };
   for (std::size_t i = 0; i < recvs.size(); ++i) {
     RUCCL_TRY(check("recv", i, recvs[i].peer, recvs[i].data, recvs[i].bytes));
@@ -275,6 +277,29 @@ Status ExchangeRound::check_ops(std::span<const SendOp> sends,
     RUCCL_TRY(check("send", i, sends[i].peer, sends[i].data, sends[i].bytes));
   }
   return Status::ok();
+}
+
+Status ExchangeRound::check_peers(std::span<const SendOp> sends,
+                                  std::span<const RecvOp> recvs) const {
+  for (std::size_t i = 0; i < recvs.size(); ++i)
+    RUCCL_TRY(t_.peer_usable(recvs[i].peer).with_context("recv #" + std::to_string(i)));
+  for (std::size_t i = 0; i < sends.size(); ++i)
+    RUCCL_TRY(t_.peer_usable(sends[i].peer).with_context("send #" + std::to_string(i)));
+  return Status::ok();
+}
+
+// A peer that aborts or fails tells the others before its endpoints close:
+// its notice, queued here, says why better than the closed endpoint does
+// (an abort is Aborted on every rank, not a PeerFailure on some).
+Status ExchangeRound::prefer_notice(Status error) {
+  if (error.is_ok() || kind_ == WireKind::kAbort || error.code() != ErrorCode::kPeerFailure)
+    return error;
+  for (std::size_t k = 0; k < kSettleRounds && t_.worker_.progress() != 0; ++k) {
+  }
+  Status told = t_.notice();
+  if (told) return error;
+  return Status(told.code(), told.message() + "; at rank " + std::to_string(t_.self_) + " (" +
+                                 error.message() + ")");
 }
 
 // Frame scratch: per receive a header (plus an inline payload), per send the
@@ -565,6 +590,7 @@ std::string ExchangeRound::cancel_outstanding() {
 Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                           Clock::time_point deadline) {
   RUCCL_TRY(check_ops(sends, recvs));
+  RUCCL_TRY(prefer_notice(check_peers(sends, recvs)));
   // A failure notice is sent whatever the abort flag says (an abort is what
   // it often tells), within its own short bound.
   const bool notice = kind_ == WireKind::kAbort;
@@ -594,7 +620,10 @@ Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp>
   for (std::size_t round = 0;; ++round) {
     poll();
     error = first_error_;
-    if (!error) break;
+    if (!error) {
+      error = prefer_notice(error);
+      break;
+    }
     if (in_flight_.empty()) {
       // A peer's notice that arrived with (after) the messages: a rank that
       // was idle when its peers failed must not complete what they did not
@@ -618,7 +647,10 @@ Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp>
     // The rare ways out, every few rounds (a round is well under a microsecond).
     if (round % kRareChecksEvery == 0) {
       error = failed_peer_error();
-      if (!error) break;
+      if (!error) {
+        error = prefer_notice(error);
+        break;
+      }
       // A peer's failure notice: said with whom this rank was still waiting
       // on, which may name the rank at fault when the notice does not.
       error = notice ? Status::ok() : t_.notice();

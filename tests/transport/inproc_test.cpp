@@ -351,6 +351,31 @@ TEST(TransportInproc, VanishedPeerIsAnErrorNotAHang) {
   EXPECT_LT(since(close_start), 1500ms);
 }
 
+// A peer that aborts tells the others, then its endpoints close: a rank that
+// waits on it afterwards gets the abort (Aborted, the peer's reason), not the
+// closed endpoint's PeerFailure, whichever of the two its progress meets first.
+TEST(TransportInproc, AbortNoticeOutranksTheClosedEndpoint) {
+  for (int round = 0; round < 3; ++round) {
+    Group group;
+    ASSERT_EQ(make_group(2, group), "");
+    ASSERT_EQ(run_ranks(2,
+                        [&](std::size_t rank) {
+                          return ring_rounds(group[rank], rank, 2, 10, 0, 2, 3, 20000ms);
+                        }),
+              "");
+    group[1].abort_notify(7, Status(ErrorCode::kAborted, "the test aborts rank 1"));
+    group.members[1].reset();  // its endpoints close (no close(): force-closed)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 * round));
+    Bytes buffer(16);
+    const RecvOp recv{1, buffer.data(), buffer.size(), make_tag({.comm = 10, .seq = 8, .src = 1})};
+    const Status s = group[0].exchange({}, {&recv, 1}, after(3s));
+    EXPECT_EQ(s.code(), ErrorCode::kAborted) << "round " << round << ": " << describe(s);
+    EXPECT_TRUE(contains(s.message(), "the test aborts rank 1")) << describe(s);
+    const Status again = group[0].exchange({}, {&recv, 1}, after(1s));
+    EXPECT_EQ(again.code(), ErrorCode::kAborted) << describe(again);
+  }
+}
+
 // close() and the destructor are bounded even when the peer never closes.
 TEST(TransportInproc, CloseIsBoundedWithoutThePeer) {
   Group group;
