@@ -39,7 +39,7 @@ CallWatch::CallWatch(CallObserver& observer, std::size_t local, std::size_t rank
 
 void CallWatch::begun(const Request& request, std::size_t bytes) {
   bytes_ = bytes;
-  observer_.recorder_.begin(local_, seq_, request, bytes);
+  observer_.recorder_.begin(local_, seq_, request, bytes, started_);
   recorded_ = true;
 }
 

@@ -78,6 +78,8 @@ class CallWatch {
   // The call is unwinding from an exception (the Seat): only the flight
   // recorder's entry ends, if it began. Never throws.
   void unwound(const Status& why, bool user_aborted) noexcept;
+  // When the call began (read once: its flight entry and deadlines use it).
+  Clock::time_point started() const { return started_; }
 
  private:
   CallObserver& observer_;

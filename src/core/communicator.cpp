@@ -328,7 +328,7 @@ std::optional<Result<core::RankOutcome>> Communicator::Impl::try_lean(Call& c) {
   if (core::choose_algorithm(offer, topology, algorithms) != core::Algorithm::kNodeMailbox)
     return std::nullopt;
   auto lean = remote->lean(c.local, c.seq, c.req, c.geometry.value(), *adapter, devices[c.local],
-                           config.timeout());
+                           c.watch.started() + config.timeout());
   // The other ranks' inputs, read where they lie (the node's slots), as the
   // one-shot holds them in its receive buffers.
   if (lean && lean->is_ok()) {

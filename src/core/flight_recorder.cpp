@@ -168,7 +168,7 @@ FlightRecorder::~FlightRecorder() {
 }
 
 void FlightRecorder::begin(std::size_t local, std::uint64_t seq, const Request& request,
-                           std::size_t bytes) {
+                           std::size_t bytes, SteadyClock::time_point start) {
   if (!enabled()) return;
   Ring& ring = rings_[local];
   std::lock_guard lock(ring.mutex);
@@ -181,8 +181,7 @@ void FlightRecorder::begin(std::size_t local, std::uint64_t seq, const Request& 
   if (request.kind == CollectiveKind::kReduce) e.root = request.root;
   if (request.kind == CollectiveKind::kBroadcast && request.has_input) e.root = first_ + local;
   e.bytes = bytes;
-  e.start = SteadyClock::now();
-  e.wall = std::chrono::system_clock::now();
+  e.start = start;  // (its wall time is told at a dump, from the clocks then)
 }
 
 void FlightRecorder::mark(std::size_t local, FlightState state) {
@@ -223,6 +222,7 @@ std::optional<std::string> FlightRecorder::end(std::size_t local, const Status& 
 
 std::string FlightRecorder::render(std::string_view why) const {
   const auto now = SteadyClock::now();
+  const auto wall_now = std::chrono::system_clock::now();
   std::string out;
   for (std::size_t local = 0; local < rings_.size(); ++local) {
     const Ring& ring = rings_[local];
@@ -241,7 +241,10 @@ std::string FlightRecorder::render(std::string_view why) const {
       if (e.state == FlightState::kFailed) out += "(" + std::string(error_code_name(e.error)) + ")";
       out += " start=" + ago(e.start, now);
       out += " end=" + (e.end == SteadyClock::time_point{} ? std::string("-") : ago(e.end, now));
-      out += " wall=" + wall_time(e.wall) + "\n";
+      out += " wall=" +
+             wall_time(wall_now - std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                      now - e.start)) +
+             "\n";
     }
   }
   return out;

@@ -57,7 +57,9 @@ class FlightRecorder {
 
   bool enabled() const { return entries_ > 0; }
   // A new entry for `local`'s collective `seq` (the oldest one is overwritten).
-  void begin(std::size_t local, std::uint64_t seq, const Request& request, std::size_t bytes);
+  // `start`: when the call began (the caller's clock reading).
+  void begin(std::size_t local, std::uint64_t seq, const Request& request, std::size_t bytes,
+             std::chrono::steady_clock::time_point start);
   // Moves `local`'s current entry to `state` (kAgreed, kRunning).
   void mark(std::size_t local, FlightState state);
   // Records how `local`'s current collective ended. When `outcome` is a system
@@ -85,7 +87,6 @@ class FlightRecorder {
     FlightState state = FlightState::kStarted;
     ErrorCode error = ErrorCode::kOk;
     std::chrono::steady_clock::time_point start{}, end{};
-    std::chrono::system_clock::time_point wall{};
   };
   struct Ring {
     mutable std::mutex mutex;

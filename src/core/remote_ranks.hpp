@@ -83,11 +83,11 @@ class RemoteRanks {
   // or nullopt when the ranks fall back to the agreement (then agree_all
   // follows for the same `seq`, as on every rank). `req` passed the local
   // check with `geometry`; `adapter` and `device` allocate a value form's output.
-  virtual std::optional<Result<RankOutcome>> lean(std::size_t /*local*/, std::uint64_t /*seq*/,
-                                                  const Request& /*req*/,
-                                                  const Geometry& /*geometry*/,
-                                                  DeviceAdapter& /*adapter*/, DeviceId /*device*/,
-                                                  std::chrono::milliseconds /*timeout*/) {
+  // `deadline`: the call's (its start plus the timeout, read once per call).
+  virtual std::optional<Result<RankOutcome>> lean(
+      std::size_t /*local*/, std::uint64_t /*seq*/, const Request& /*req*/,
+      const Geometry& /*geometry*/, DeviceAdapter& /*adapter*/, DeviceId /*device*/,
+      std::chrono::steady_clock::time_point /*deadline*/) {
     return std::nullopt;
   }
   // Collective `seq` failed on `local` after the plan was agreed (an adapter

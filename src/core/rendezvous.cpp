@@ -109,6 +109,7 @@ Status Rendezvous::wait(std::unique_lock<std::mutex>& lock, Clock::time_point de
       if (ready()) return Status::ok();
       if (!broken_) {
         broken_ = timeout_status(waiting_for, present);
+        is_broken_.store(true, std::memory_order_release);
         changed_.notify_all();
       }
       return broken_after_drain(lock);
@@ -207,11 +208,16 @@ void Rendezvous::depart(std::size_t rank) {
 
 void Rendezvous::abort(Status why) {
   std::lock_guard lock(mutex_);
-  if (!broken_) broken_ = std::move(why);
+  if (!broken_) {
+    broken_ = std::move(why);
+    is_broken_.store(true, std::memory_order_release);
+  }
   changed_.notify_all();
 }
 
 std::optional<Status> Rendezvous::broken() const {
+  // Every call asks: unbroken (the common case) costs one load, no lock.
+  if (!is_broken_.load(std::memory_order_acquire)) return std::nullopt;
   std::lock_guard lock(mutex_);
   return broken_;
 }

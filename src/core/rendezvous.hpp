@@ -90,6 +90,7 @@ class Rendezvous {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<Status> broken_;
+  std::atomic<bool> is_broken_{false};  // broken_ holds a value (set under mutex_, read without)
   Clock::time_point started_{};
 
   // Arrival.

@@ -67,12 +67,10 @@ inline void cpu_relax() {
 constexpr std::size_t kChannelControl = 128;
 constexpr std::size_t kPieceHeader = 64;
 
-struct Layout {
-  std::size_t processes_at, notices_at, bells_at, slots_at, full_stride, lean_stride, rank_stride,
-      channels_at, piece_stride, channel_stride, total;
-};
-Layout layout_of(const MailboxShape& s) {
-  Layout l{};
+}  // namespace
+
+SegmentLayout layout_of(const MailboxShape& s) {
+  SegmentLayout l{};
   l.processes_at = kControlBytes;
   l.notices_at = l.processes_at + s.processes * kProcessBytes;
   l.bells_at = l.notices_at + s.ranks * kNoticeBytes;
@@ -87,8 +85,6 @@ Layout layout_of(const MailboxShape& s) {
   l.total = l.channels_at + pairs * l.channel_stride;
   return l;
 }
-
-}  // namespace
 
 std::size_t segment_bytes(const MailboxShape& shape) { return layout_of(shape).total; }
 
@@ -116,7 +112,7 @@ void Mailbox::lay_out(Segment& segment, const MailboxShape& shape, const Tag& ta
 
 Result<Mailbox> Mailbox::attach(Segment segment, const MailboxShape& shape, const Tag& tag,
                                 std::size_t process, const std::atomic<bool>* abort) {
-  const Layout l = layout_of(shape);
+  const SegmentLayout l = layout_of(shape);
   std::byte* b = segment.data();
   const auto get = [&](std::size_t at) {
     std::uint64_t v = 0;
@@ -150,7 +146,7 @@ Result<Mailbox> Mailbox::attach(Segment segment, const MailboxShape& shape, cons
 }
 
 Status Mailbox::watch_processes(bool single_copy) {
-  const Layout l = layout_of(shape_);
+  const SegmentLayout& l = layout_;
   pids_.assign(shape_.processes, 0);
   pidfds_.clear();
   for (std::size_t p = 0; p < shape_.processes; ++p) {
@@ -188,7 +184,7 @@ Status Mailbox::watch_processes(bool single_copy) {
 }
 
 std::byte* Mailbox::slot_at(std::size_t rank, std::uint64_t seq, Lane lane) const {
-  const Layout l = layout_of(shape_);
+  const SegmentLayout& l = layout_;
   const std::size_t parity = seq & 1;
   const std::size_t off =
       lane == Lane::kFull ? parity * l.full_stride : 2 * l.full_stride + parity * l.lean_stride;
@@ -213,7 +209,7 @@ void Mailbox::publish(std::size_t rank, std::uint64_t seq, std::size_t bytes, La
 // it read before counting itself: either it sees the store, or this sees it
 // and rings (no lost wake-up; the common case costs one load).
 std::byte* Mailbox::bell_at(std::size_t rank) const {
-  return at(layout_of(shape_).bells_at + rank * kBellBytes);
+  return at(layout_.bells_at + rank * kBellBytes);
 }
 
 void Mailbox::ring(std::size_t rank) {
@@ -236,7 +232,7 @@ std::string Mailbox::name(std::size_t rank) const {
 }
 
 Status Mailbox::notice() const {
-  const Layout l = layout_of(shape_);
+  const SegmentLayout& l = layout_;
   for (std::size_t r = 0; r < shape_.ranks; ++r) {
     std::byte* n = at(l.notices_at + r * kNoticeBytes);
     if (atomic_at<std::uint32_t>(n).load(std::memory_order_acquire) != 2) continue;
@@ -255,7 +251,7 @@ Status Mailbox::notice() const {
 }
 
 void Mailbox::notify(std::size_t rank, std::uint64_t seq, const Status& error) {
-  const Layout l = layout_of(shape_);
+  const SegmentLayout& l = layout_;
   std::byte* n = at(l.notices_at + rank * kNoticeBytes);
   std::uint32_t idle = 0;
   if (!atomic_at<std::uint32_t>(n).compare_exchange_strong(idle, 1, std::memory_order_acq_rel))
@@ -288,7 +284,7 @@ Status Mailbox::alive(std::size_t rank) const {
 
 // ---- Channels ----
 std::byte* Mailbox::channel_at(std::size_t from, std::size_t to) const {
-  const Layout l = layout_of(shape_);
+  const SegmentLayout& l = layout_;
   const std::size_t pair = from * (shape_.ranks - 1) + (to < from ? to : to - 1);
   return at(l.channels_at + pair * l.channel_stride);
 }
@@ -308,7 +304,7 @@ bool Mailbox::writable(std::size_t from, std::size_t to, std::uint64_t piece) co
 
 std::span<std::byte> Mailbox::piece_slot(std::size_t from, std::size_t to,
                                          std::uint64_t piece) const {
-  const Layout l = layout_of(shape_);
+  const SegmentLayout& l = layout_;
   std::byte* slot =
       channel_at(from, to) + kChannelControl + (piece % shape_.channel_slots) * l.piece_stride;
   return {slot + kPieceHeader, shape_.channel_piece};
@@ -343,7 +339,7 @@ Result<Mailbox::Piece> Mailbox::readable(std::size_t from, std::size_t to, std::
 }
 
 bool Mailbox::reads_directly(std::size_t rank) const {
-  const Layout l = layout_of(shape_);
+  const SegmentLayout& l = layout_;
   const std::size_t p = rank / shape_.per_process;
   return p < shape_.processes &&
          atomic_at<std::uint32_t>(at(l.processes_at + p * kProcessBytes + kReadsAt))
@@ -438,6 +434,9 @@ Status Mailbox::wait_until(std::size_t me, std::span<const std::size_t> watch,
       if (Status n = notice(); !n.is_ok()) return n;
     return Status::ok();
   };
+  // Aborted first: a message that is there already does not outrun an abort.
+  if (abort_ != nullptr && abort_->load(std::memory_order_acquire))
+    return Status(ErrorCode::kAborted, "aborted before waiting for " + waiting.what());
   for (int spin = 0; spin < 256; ++spin) {
     if (notices.load(std::memory_order_relaxed) != 0) break;
     if (auto r = ready()) return *r;

@@ -79,6 +79,12 @@ std::size_t channel_piece_for(std::size_t ranks);
 // the lean one; then per ordered pair of ranks a channel of 128 bytes of
 // counters and channel_slots x (64 + channel_piece rounded up to 64).
 std::size_t segment_bytes(const MailboxShape& shape);
+// Where each part of a segment of `shape` lies (offsets and strides in bytes).
+struct SegmentLayout {
+  std::size_t processes_at, notices_at, bells_at, slots_at, full_stride, lean_stride, rank_stride,
+      channels_at, piece_stride, channel_stride, total;
+};
+SegmentLayout layout_of(const MailboxShape& shape);
 
 class Mailbox {
  public:
@@ -179,7 +185,7 @@ class Mailbox {
 
  private:
   Mailbox(Segment segment, const MailboxShape& shape, const std::atomic<bool>* abort)
-      : segment_(std::move(segment)), shape_(shape), abort_(abort) {}
+      : segment_(std::move(segment)), shape_(shape), layout_(layout_of(shape)), abort_(abort) {}
   std::byte* at(std::size_t offset) const { return segment_.data() + offset; }
   std::byte* slot_at(std::size_t rank, std::uint64_t seq, Lane lane) const;
   // The first notice posted (the mailbox's lasting error); ok if none.
@@ -200,6 +206,7 @@ class Mailbox {
 
   Segment segment_;
   MailboxShape shape_;
+  SegmentLayout layout_;  // of shape_, computed once: every slot and wait reads it
   const std::atomic<bool>* abort_ = nullptr;
   std::size_t process_ = 0;       // this process's index on the node
   std::vector<UniqueFd> pidfds_;  // per process of the node (-1: this one, or none)

@@ -80,12 +80,12 @@ LeanHeader lean_header(const core::Request& req, const core::Geometry& g, const 
 }
 
 struct LeanPlan {
-  CollectiveKind kind;
-  DataType dtype;
-  ReduceOp op;
-  std::size_t count;  // elements of each input (the sender's, for a broadcast)
-  std::size_t root;   // reduce's root, broadcast's sender
-  Shape shape;        // of each input (the sender's)
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  DataType dtype = DataType::kBytes;
+  ReduceOp op = ReduceOp::kSum;
+  std::size_t count = 0;  // elements of each input (the sender's, for a broadcast)
+  std::size_t root = 0;   // reduce's root, broadcast's sender
+  Shape shape;            // of each input (the sender's)
   // all_to_all_v: `count` is the row width; rows[s * world + d] rows go from s to d.
   std::vector<std::size_t> rows;
 };
@@ -108,27 +108,25 @@ bool same_headers(const std::vector<LeanHeader>& heads, std::size_t world, bool 
 // trusted: they must add up to its payload, with no overflow) fit every
 // receiver's capacity, and a row fits the budget; else the agreement decides
 // and names what is wrong.
-std::optional<LeanPlan> lean_fits_a2a(const std::vector<LeanHeader>& heads,
-                                      const std::vector<std::size_t>& sizes,
-                                      const std::vector<const std::byte*>& inputs,
-                                      std::size_t world) {
+bool lean_fits_a2a(const std::vector<LeanHeader>& heads, const std::vector<std::size_t>& sizes,
+                   const std::vector<const std::byte*>& inputs, std::size_t world, LeanPlan& plan) {
   const LeanHeader& h0 = heads[0];
-  if (!same_headers(heads, world, true)) return std::nullopt;
-  if ((h0[0] & 0xff) > static_cast<std::uint64_t>(DataType::kBytes)) return std::nullopt;
-  LeanPlan plan{CollectiveKind::kAllToAllV,
-                static_cast<DataType>(h0[0] & 0xff),
-                ReduceOp::kSum,
-                h0[1],
-                0,
-                {},
-                std::vector<std::size_t>(world * world)};
+  if (!same_headers(heads, world, true)) return false;
+  if ((h0[0] & 0xff) > static_cast<std::uint64_t>(DataType::kBytes)) return false;
+  plan.kind = CollectiveKind::kAllToAllV;
+  plan.dtype = static_cast<DataType>(h0[0] & 0xff);
+  plan.op = ReduceOp::kSum;
+  plan.count = h0[1];
+  plan.root = 0;
+  plan.shape.clear();
+  plan.rows.assign(world * world, 0);
   const auto row_bytes = checked_mul(plan.count, dtype_size(plan.dtype));
-  if (!row_bytes || *row_bytes == 0 || *row_bytes > h0[2]) return std::nullopt;
+  if (!row_bytes || *row_bytes == 0 || *row_bytes > h0[2]) return false;
   const auto counts_bytes = checked_mul(world, sizeof(std::uint64_t));
-  if (!counts_bytes) return std::nullopt;
+  if (!counts_bytes) return false;
   std::vector<std::size_t> received(world, 0);
   for (std::size_t s = 0; s < world; ++s) {
-    if (sizes[s] < *counts_bytes) return std::nullopt;
+    if (sizes[s] < *counts_bytes) return false;
     std::optional<std::size_t> total = 0;
     for (std::size_t d = 0; d < world && total; ++d) {
       std::uint64_t c = 0;
@@ -136,67 +134,67 @@ std::optional<LeanPlan> lean_fits_a2a(const std::vector<LeanHeader>& heads,
       plan.rows[s * world + d] = c;
       total = checked_add(*total, c);
       const auto in_d = checked_add(received[d], c);
-      if (!in_d) return std::nullopt;
+      if (!in_d) return false;
       received[d] = *in_d;
     }
     const auto payload = total ? checked_mul(*total, *row_bytes) : std::nullopt;
-    if (!payload || *payload != sizes[s] - *counts_bytes) return std::nullopt;
+    if (!payload || *payload != sizes[s] - *counts_bytes) return false;
   }
   for (std::size_t d = 0; d < world; ++d) {
     const auto elements = checked_mul(received[d], plan.count);
-    if (!elements || (heads[d][3] != kNoCapacity && *elements > heads[d][3])) return std::nullopt;
+    if (!elements || (heads[d][3] != kNoCapacity && *elements > heads[d][3])) return false;
   }
-  return plan;
+  return true;
 }
 
 // Whether the ranks' lean slots (their headers and payload sizes) make one
 // collective that the lean path runs; the same answer on every rank. What it
 // refuses (any difference) goes to the agreement, which names it.
-std::optional<LeanPlan> lean_fits(const std::vector<LeanHeader>& heads,
-                                  const std::vector<std::size_t>& sizes,
-                                  const std::vector<const std::byte*>& inputs, std::size_t world) {
+// `plan` (the caller's, reused: no allocation per call) is filled when it fits.
+bool lean_fits(const std::vector<LeanHeader>& heads, const std::vector<std::size_t>& sizes,
+               const std::vector<const std::byte*>& inputs, std::size_t world, LeanPlan& plan) {
   const auto field = [](const LeanHeader& h, unsigned shift, std::uint64_t mask) {
     return (h[0] >> shift) & mask;
   };
   const LeanHeader& h0 = heads[0];
   const auto kind = static_cast<CollectiveKind>(field(h0, 24, 0xff));
-  if (!lean_kind(kind)) return std::nullopt;
-  if (kind == CollectiveKind::kAllToAllV) return lean_fits_a2a(heads, sizes, inputs, world);
+  if (!lean_kind(kind)) return false;
+  if (kind == CollectiveKind::kAllToAllV) return lean_fits_a2a(heads, sizes, inputs, world, plan);
   std::size_t lead = 0;  // the rank whose header describes the data
   if (kind == CollectiveKind::kBroadcast) {
     std::size_t senders = 0;
     for (std::size_t r = 0; r < world; ++r)
       if (field(heads[r], 32, 1) != 0) lead = r, ++senders;
-    if (senders != 1) return std::nullopt;
+    if (senders != 1) return false;
     const LeanHeader& s = heads[lead];
     for (std::size_t r = 0; r < world; ++r) {
       const LeanHeader& h = heads[r];
-      if (field(h, 24, 0xff) != field(s, 24, 0xff) || h[2] != s[2]) return std::nullopt;
+      if (field(h, 24, 0xff) != field(s, 24, 0xff) || h[2] != s[2]) return false;
       if (r == lead || field(h, 33, 1) == 0) continue;  // a value form takes the sender's
-      if (field(h, 0, 0xff) != field(s, 0, 0xff) || h[1] != s[1]) return std::nullopt;
+      if (field(h, 0, 0xff) != field(s, 0, 0xff) || h[1] != s[1]) return false;
     }
   } else {
-    if (!same_headers(heads, world, false)) return std::nullopt;
-    if (kind == CollectiveKind::kReduce && h0[3] >= world) return std::nullopt;
+    if (!same_headers(heads, world, false)) return false;
+    if (kind == CollectiveKind::kReduce && h0[3] >= world) return false;
   }
   const LeanHeader& h = heads[lead];
   const std::uint64_t dims = field(h, 16, 0xff);
   if (dims > kLeanDims || field(h, 0, 0xff) > static_cast<std::uint64_t>(DataType::kBytes))
-    return std::nullopt;
-  LeanPlan plan{kind,
-                static_cast<DataType>(field(h, 0, 0xff)),
-                static_cast<ReduceOp>(field(h, 8, 0xff)),
-                h[1],
-                kind == CollectiveKind::kBroadcast ? lead : h[3],
-                Shape(h.begin() + 4, h.begin() + 4 + dims),
-                {}};
+    return false;
+  plan.kind = kind;
+  plan.dtype = static_cast<DataType>(field(h, 0, 0xff));
+  plan.op = static_cast<ReduceOp>(field(h, 8, 0xff));
+  plan.count = h[1];
+  plan.root = kind == CollectiveKind::kBroadcast ? lead : h[3];
+  plan.shape.assign(h.begin() + 4, h.begin() + 4 + static_cast<std::ptrdiff_t>(dims));
+  plan.rows.clear();
   // Every input is where its header says (bytes of the count).
   const std::size_t bytes = plan.count * dtype_size(plan.dtype);
   for (std::size_t r = 0; r < world; ++r) {
     const bool sends = kind != CollectiveKind::kBroadcast || r == lead;
-    if (sizes[r] != (sends ? bytes : 0)) return std::nullopt;
+    if (sizes[r] != (sends ? bytes : 0)) return false;
   }
-  return plan;
+  return true;
 }
 
 // Where this rank's output of `bytes` goes: the caller's buffer, or (value
@@ -227,7 +225,7 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
     std::size_t total = 0;
     for (std::size_t s = 0; s < world; ++s) total += plan.rows[s * world + me];
     auto dst = output_of(req, out, adapter, device, plan.dtype, total * row,
-                         core::with_rows(req.in.shape, total));
+                         req.out ? Shape() : core::with_rows(req.in.shape, total));
     RUCCL_TRY(dst);
     std::byte* d = dst.value();
     for (std::size_t s = 0; s < world; ++s) {
@@ -249,10 +247,13 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
                           ? ring::balanced_range(g.rows, world, me, g.unit)
                           : Range{0, n};
   const std::size_t total = gather ? n * world : shard.count;
-  Shape shape = plan.shape;
-  if (gather) shape = core::with_rows(plan.shape, g.rows * world);
-  if (plan.kind == CollectiveKind::kReduceScatter)
-    shape = core::with_rows(plan.shape, ring::balanced_range(g.rows, world, me).count);
+  Shape shape;  // of a value form's new tensor (none is built for a caller's buffer)
+  if (!req.out) {
+    shape = plan.shape;
+    if (gather) shape = core::with_rows(plan.shape, g.rows * world);
+    if (plan.kind == CollectiveKind::kReduceScatter)
+      shape = core::with_rows(plan.shape, ring::balanced_range(g.rows, world, me).count);
+  }
   auto dst = output_of(req, out, adapter, device, plan.dtype, total * es, std::move(shape));
   RUCCL_TRY(dst);
   if (total == 0) return out;
@@ -549,7 +550,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                                                 const core::Request& req,
                                                 const core::Geometry& geometry,
                                                 DeviceAdapter& adapter, DeviceId device,
-                                                std::chrono::milliseconds timeout) override {
+                                                Clock::time_point deadline) override {
     const TensorView* view = req.has_input ? &req.in : (req.out ? &*req.out : nullptr);
     if (!lean_kind(req.kind) || (view != nullptr && view->shape.size() > kLeanDims) ||
         lean_capacity() == 0)
@@ -564,6 +565,17 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     const std::size_t data = req.has_input ? geometry.count * dtype_size(req.dtype) : 0;
     const std::size_t bytes = counts + data;
     if (kLeanHeader + bytes > box.shape().lean_bytes) return std::nullopt;
+    // An abort of any communicator over these transports (this one, its
+    // parent or a child: one failure domain) ends this one too, also when
+    // every slot would be ready at once: the peers hear of it here.
+    if (links_->abort_flag->load(std::memory_order_acquire)) {
+      const Status aborted(ErrorCode::kAborted,
+                           core::describe(seq, req.kind) +
+                               ": the lean path: this process's transports were aborted (this "
+                               "communicator or one sharing them with it)");
+      box.notify(me - base, seq, aborted);
+      return Result<core::RankOutcome>(aborted);
+    }
     const LeanHeader head = lean_header(req, geometry, view);
     const std::span<std::byte> slot = box.slot(me - base, seq, node::Lane::kLean);
     std::memcpy(slot.data(), head.data(), kLeanHeader);
@@ -577,7 +589,6 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     k.heads.resize(world_);
     k.inputs.assign(world_, nullptr);
     k.sizes.assign(world_, 0);
-    const auto deadline = Clock::now() + timeout;
     bool lean = true;
     for (std::size_t r = 0; r < world_; ++r) {
       if (r == me) {
@@ -601,11 +612,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       k.inputs[r] = got.data() + kLeanHeader;
       k.sizes[r] = got.size() - kLeanHeader;
     }
-    const std::optional<LeanPlan> plan =
-        lean ? lean_fits(k.heads, k.sizes, k.inputs, world_) : std::optional<LeanPlan>();
-    if (!plan) return std::nullopt;  // every rank saw the same slots: all fall back
+    // Every rank saw the same slots: all fall back alike.
+    if (!lean || !lean_fits(k.heads, k.sizes, k.inputs, world_, k.plan)) return std::nullopt;
     auto outcome = core::catch_to_status(ErrorCode::kInternal, "the lean path", [&] {
-      return lean_run(*plan, req, me, k.inputs, adapter, device);
+      return lean_run(k.plan, req, me, k.inputs, adapter, device);
     });
     if (!outcome) box.notify(me - base, seq, outcome.status());
     return outcome;
@@ -828,6 +838,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     std::vector<LeanHeader> heads;
     std::vector<const std::byte*> inputs;
     std::vector<std::size_t> sizes;
+    LeanPlan plan;  // of the last lean collective (its vectors' room kept)
   };
   std::vector<LeanScratch> lean_;  // per local rank
   // Receive buffers of reduction steps, kept across collectives (per local rank).
