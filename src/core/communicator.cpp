@@ -54,6 +54,7 @@ struct Communicator::Impl {
   // The protocol of one call, in order (call_body):
   // check_and_prepare: the local check, then the device's prepare.
   void check(Call& c);
+  static void shape_for_agreement(core::Request& req);
   void prepare(Call& c);
   // The lean path (Algorithm::kNodeMailbox) when the table picks it: the
   // outcome, or nullopt to go on with agree (also when the ranks fell back).
@@ -276,6 +277,7 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
       seat.watched(nullptr);
       return std::move(*lean);
     }
+    shape_for_agreement(req);
     prepare(c);
     agree(c, seat);
     Result<core::RankOutcome> outcome = execute(c);
@@ -290,6 +292,12 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
     seat.watched(nullptr);
     return why;
   }
+}
+
+// The shape a fingerprint carries: the input's, a receiver's output's. Only
+// the agreement reads it, so a lean call (most small ones) copies no shape.
+void Communicator::Impl::shape_for_agreement(core::Request& req) {
+  req.shape = !req.has_input && req.out ? req.out->shape : req.in.shape;
 }
 
 // Checks what this rank alone can check, and captures its tensor (prepare). A
@@ -685,8 +693,8 @@ core::Request make(CollectiveKind kind, const TensorView& in, std::optional<Tens
   core::Request req;
   req.kind = kind;
   req.dtype = in.dtype;
-  req.shape = in.shape;
-  req.in = in;
+  req.in =
+      in;  // (req.shape, the fingerprint's, is filled after the lean path: shape_for_agreement)
   req.out = std::move(out);
   return req;
 }

@@ -20,7 +20,7 @@ struct Request {
   ReduceOp op = ReduceOp::kSum;
   std::size_t root = 0;            // reduce; broadcast's root is the sender
   bool has_input = true;           // false for broadcast receivers
-  Shape shape;                     // of the input (of the output for broadcast receivers)
+  Shape shape;                     // of the input (a receiver's output); set before the agreement
   std::vector<std::size_t> send_counts;  // all_to_all_v, rows per destination
   std::size_t max_chunk_bytes = 0;
 
