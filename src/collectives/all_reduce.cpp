@@ -4,9 +4,9 @@
 //   layout     work = output; the ring combines inputs as it goes (no copy of
 //              the input first, Combine::kReduceInput), except with a world of
 //              one, where no step runs. kMean divides at completion.
-//   algorithm  ring (ring/all_reduce.cpp), hierarchical over the local and
-//              cross-process levels, or one-shot over the inputs delivered with
-//              the fingerprints (core/selection.hpp chooses).
+//   algorithm  ring (ring/all_reduce.cpp), hierarchical over the local, node
+//              (when the world spans nodes) and cross-process levels, or one-shot over the inputs
+//              delivered with the fingerprints (core/selection.hpp chooses).
 #include "collectives/collective.hpp"
 #include "collectives/execution.hpp"
 #include "ring/algorithms.hpp"
@@ -29,8 +29,12 @@ Status setup(Execution& x) {
 
 Status run(Execution& x, const Levels& levels) {
   if (levels.one_shot) return ring::one_shot_all_reduce(levels.run, x.geo.count);
-  if (levels.across != nullptr)
-    return ring::hierarchical_all_reduce(*levels.local, *levels.across, x.geo.count, 1);
+  if (levels.across != nullptr) {
+    ring::RankRun* const all[] = {levels.local, levels.node, levels.across};
+    ring::RankRun* const two[] = {levels.local, levels.across};
+    return levels.node != nullptr ? ring::hierarchical_all_reduce(all, x.geo.count, 1)
+                                  : ring::hierarchical_all_reduce(two, x.geo.count, 1);
+  }
   return ring::ring_all_reduce(levels.run, x.geo.count, 1);
 }
 

@@ -30,11 +30,14 @@ class Execution;  // collectives/execution.hpp
 
 // The step executors one rank's algorithm runs over (engine.cpp builds them
 // from the chosen Algorithm): `run` spans the algorithm's whole world; for a
-// hierarchical all-reduce, `local` is this process's level and `across` the
-// ring across processes of this rank's local index.
+// hierarchical all-reduce, `local` is this process's level, `node` (or null)
+// the ring across this node's processes of this rank's local index, and
+// `across` the ring across processes (or, with `node`, across nodes) of this
+// rank's index.
 struct Levels {
   ring::RankRun& run;
   ring::RankRun* local = nullptr;
+  ring::RankRun* node = nullptr;
   ring::RankRun* across = nullptr;
   bool one_shot = false;  // `run` delivers every rank's input as it was at the start
 };

@@ -41,8 +41,12 @@ struct Communicator::Impl {
         observer(first, devices.size(), world, config),
         fault_plan(std::move(plan)),
         faults(*fault_plan),
-        topology{world, devices.size(), remote != nullptr, adapter->kind() == DeviceKind::kHost,
-                 remote != nullptr && remote->lean_capacity() > 0},
+        topology{world,
+                 devices.size(),
+                 remote != nullptr,
+                 adapter->kind() == DeviceKind::kHost,
+                 remote != nullptr && remote->lean_capacity() > 0,
+                 remote != nullptr ? remote->node_level_ranks() : 0},
         algorithms(core::make_table(config)) {}
 
   // One rank's collective. No exception leaves it: see Seat and call_body.
@@ -421,6 +425,7 @@ Result<core::RankOutcome> Communicator::Impl::execute(Call& c) {
                                         *c.device, plan, config.timeout());
           job.run = executors.run.get();
           job.across = executors.across.get();
+          job.node = executors.node.get();
           job.algorithm = executors.algorithm;
           job.remote = remote.get();
         }
@@ -451,6 +456,8 @@ Result<core::RankOutcome> Communicator::Impl::execute(Call& c) {
     c.peak_staging = executors.run ? executors.run->peak_staging_bytes() : 0;
     if (executors.across)
       c.peak_staging = std::max(c.peak_staging, executors.across->peak_staging_bytes());
+    if (executors.node)
+      c.peak_staging = std::max(c.peak_staging, executors.node->peak_staging_bytes());
   }
   // A failure while running (not a plan error, which every rank derived
   // alike): ranks in other processes may be blocked on this one. Tell them.

@@ -220,9 +220,12 @@ class RankExecution {
       Decorated local(in_process, job_, steps_, job_.tracer,
                       job_.tracer ? trace_args() : std::string());
       Decorated across(*job_.across, job_, steps_, nullptr, std::string());
-      return kind_.run(x_, Levels{run, &*local, &*across, false});
+      std::optional<Decorated> node;
+      if (job_.node != nullptr) node.emplace(*job_.node, job_, steps_, nullptr, std::string());
+      return kind_.run(x_, Levels{run, &*local, node ? &**node : nullptr, &*across, false});
     }
-    return kind_.run(x_, Levels{run, nullptr, nullptr, job_.algorithm == Algorithm::kOneShot});
+    return kind_.run(x_,
+                     Levels{run, nullptr, nullptr, nullptr, job_.algorithm == Algorithm::kOneShot});
   }
 
   std::string trace_args() const {

@@ -50,6 +50,10 @@ struct RankJob {
   // the all-reduce is hierarchical: its local levels run in-process over the
   // local group (rank = local seat), its middle level over `across`.
   ring::RankRun* across = nullptr;
+  // With `across` on a world spanning nodes: the ring across this node's
+  // processes of this rank's local index, between the local level and
+  // `across` (which then joins the ranks of this node index on every node).
+  ring::RankRun* node = nullptr;
   // choose_algorithm's choice (core/selection.hpp). kOneShot: `run` delivers
   // every rank's input as it was when the collective began (the world's fused
   // small-tensor path), and the one-shot algorithm runs over it.

@@ -34,6 +34,10 @@ struct Executors {
   // Set for a hierarchical all-reduce: the ring across processes of this
   // rank's local index (engine.hpp, RankJob::across).
   std::unique_ptr<ring::RankRun> across;
+  // With `across`, on a world spanning nodes that share memory within each:
+  // the ring across this node's processes (RankJob::node); `across` then
+  // joins one rank per node.
+  std::unique_ptr<ring::RankRun> node;
   // The algorithm these executors serve (the one asked for, or kFlatRing
   // where a one-shot's inputs were not delivered to this rank).
   Algorithm algorithm = Algorithm::kInProcess;
@@ -79,6 +83,9 @@ class RemoteRanks {
   // The lean path of a small collective (Algorithm::kNodeMailbox): bytes of
   // input it carries at most; 0: none here (the default).
   virtual std::size_t lean_capacity() const { return 0; }
+  // Ranks of this node when the world spans nodes that each share memory
+  // between their processes (Topology::node); 0: none (the default).
+  virtual std::size_t node_level_ranks() const { return 0; }
   // Runs collective `seq` of local rank `local` on the lean path: its outcome,
   // or nullopt when the ranks fall back to the agreement (then agree_all
   // follows for the same `seq`, as on every rank). `req` passed the local

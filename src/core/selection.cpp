@@ -173,8 +173,9 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
     case Algorithm::kInProcess: return topo.world == topo.local;
     case Algorithm::kFlatRing: return topo.remote;
     case Algorithm::kHierarchical:
-      return topo.remote && call.kind == CollectiveKind::kAllReduce && topo.local > 1 &&
-             topo.world > topo.local;
+      // A level below the ring across: this process's ranks, or its node's.
+      return topo.remote && call.kind == CollectiveKind::kAllReduce && topo.world > topo.local &&
+             (topo.local > 1 || (topo.node > topo.local && topo.world > topo.node));
     case Algorithm::kOneShot:
       // The other ranks' inputs, which a rank holds at once, must fit the
       // byte budget (a bounded call keeps its bound).

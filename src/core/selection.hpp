@@ -64,6 +64,10 @@ struct Topology {
   bool remote = false;        // there is a transport to other processes
   bool host_buffers = true;   // the ranks' buffers are host memory
   bool node_mailbox = false;  // every rank of the world shares this node's mailboxes
+  // Ranks of this node, where the world spans nodes that each share memory
+  // between their processes (a hierarchical all-reduce gets a node level);
+  // 0: no node level.
+  std::size_t node = 0;
 };
 
 // What of one call the choice reads (from the plan, or before the agreement

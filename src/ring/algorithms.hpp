@@ -22,10 +22,12 @@ Status ring_reduce_scatter(RankRun& run, std::span<const Range> chunks);
 Status ring_all_gather(RankRun& run, std::span<const Range> chunks);
 // Reduce-scatter then all-gather, over balanced chunks of `units` units.
 Status ring_all_reduce(RankRun& run, std::size_t units, std::size_t unit);
-// Hierarchical all-reduce (see hierarchical_all_reduce.cpp): reduce-scatter
-// over `local`, all-reduce of this rank's shard over `across` (the ranks of
-// other processes with the same local index), all-gather over `local`.
-Status hierarchical_all_reduce(RankRun& local, RankRun& across, std::size_t units,
+// Hierarchical all-reduce (see hierarchical_all_reduce.cpp) over `levels`,
+// innermost first (this process's ranks; optionally the node's processes; the
+// ranks of other processes or nodes with the same index below): reduce-scatter
+// over a level, all-reduce of this rank's part over the levels above,
+// all-gather over the level.
+Status hierarchical_all_reduce(std::span<RankRun* const> levels, std::size_t units,
                                std::size_t unit);
 // One-shot all-reduce of `count` elements for small tensors (one step of
 // latency): every rank reduces all n inputs itself, in rank order. Needs an

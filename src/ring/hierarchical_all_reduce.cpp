@@ -1,50 +1,72 @@
-// Hierarchical all-reduce over two levels: `local` (the ranks of this process,
-// which read each other's memory) and `across` (one rank per process: the ranks
-// with the same local index, joined by the transport).
+// Hierarchical all-reduce over nested levels, innermost first: `local` (the
+// ranks of this process, which read each other's memory), optionally `node`
+// (one rank per process of this node with the same local index, joined by
+// the node's shared memory), and `across` (the ranks with the same index in
+// the next level up, joined by the transport: one per process, or one per
+// node when there is a node level).
 //
-// How it works, with D local ranks and P processes:
-//   1. reduce-scatter inside the process: local rank d ends with the process's
-//      sum of shard d (one of D balanced shards);
-//   2. all-reduce of shard d across the P processes, as a ring reduce-scatter
-//      then all-gather over P parts of the shard: the D local ranks each run
-//      their own inter-process ring, in parallel, over their own transport;
-//   3. all-gather inside the process: every local rank ends with every shard.
-// Each byte crosses between processes 2(P-1)/P times per shard, as in a ring
-// over the P processes, but every process's D ranks share that traffic, and
-// the 2(D-1) local steps never leave the process. The local ranks then agree on
-// the outcome of step 2 (RankRun::share), so a failure of any one of the D
-// rings reaches every local rank before step 3.
-// With D == 1 step 1 and 3 vanish and step 2 reads the input directly.
+// How it works, level by level, over the range this rank holds (the whole
+// tensor at the first level):
+//   1. reduce-scatter of the range over the level's W ranks: rank i ends with
+//      the level's sum of part i (one of W balanced parts);
+//   2. all-reduce of part i over the levels above, the same way;
+//   3. all-gather of the parts over the level: every rank ends with the range.
+// The outermost level is a ring all-reduce of its range (reduce-scatter, then
+// all-gather). With D local ranks and P processes (two levels), each byte
+// crosses between processes 2(P-1)/P times per shard, as in a ring over the P
+// processes, but every process's D ranks share that traffic, and the 2(D-1)
+// local steps never leave the process; a node level does the same for the
+// processes of a node, so only 1/(D*P) of the tensor per rank crosses between
+// nodes. A level of one rank vanishes (its steps are empty): the next level
+// reads the input directly. After the levels above returned, the level's
+// ranks agree on their outcome (RankRun::share), so a failure of any one of
+// the rings above reaches every rank of the level before its all-gather.
 #include "ring/algorithms.hpp"
 #include "ring/passes.hpp"
 
 namespace ruccl::ring {
+namespace {
 
-Status hierarchical_all_reduce(RankRun& local, RankRun& across, std::size_t units,
-                               std::size_t unit) {
-  const std::vector<Range> shards = balanced_ranges(units, local.world(), unit);
-  const bool split = local.world() > 1;
-  if (split) {
-    local.phase("local reduce-scatter");
-    RUCCL_TRY(ring_reduce_scatter(local, shards));
+// All-reduce of `range` over levels[0..]: `reduced` says whether an inner
+// level already left partial sums in the buffer (else they are in the input).
+// `depth` names the level in the phase marks, which go to `marks` (the
+// innermost level, which traces them).
+Status levels_all_reduce(std::span<RankRun* const> levels, RankRun& marks, std::size_t depth,
+                         Range range, std::size_t unit, bool reduced) {
+  RankRun& level = *levels.front();
+  const bool local = depth == 0;
+  std::vector<Range> parts = balanced_ranges(range.count / unit, level.world(), unit);
+  for (Range& p : parts) p.offset += range.offset;
+  const Combine combine = reduced ? Combine::kReduce : Combine::kReduceInput;
+  const Source source = reduced ? Source::kSend : Source::kInput;
+  const bool split = level.world() > 1;
+  if (levels.size() == 1) {
+    Status mine = ring_pass(level, parts, reduce_scatter_step, combine, source);
+    if (mine.is_ok()) mine = ring_all_gather(level, parts);
+    return mine;
   }
-
-  const Range shard = shards[local.rank()];
-  std::vector<Range> parts = balanced_ranges(shard.count / unit, across.world(), unit);
-  for (Range& p : parts) p.offset += shard.offset;
-  // After step 1 the shard's local sum is in the buffer; without it, in the input.
-  local.phase("inter-node exchange");
-  Status inter = ring_pass(across, parts, reduce_scatter_step,
-                           split ? Combine::kReduce : Combine::kReduceInput,
-                           split ? Source::kSend : Source::kInput);
-  if (inter.is_ok()) inter = ring_all_gather(across, parts);
-  RUCCL_TRY(local.share(std::move(inter)));
-
   if (split) {
-    local.phase("local all-gather");
-    RUCCL_TRY(ring_all_gather(local, shards));
+    marks.phase(local ? "local reduce-scatter" : "node reduce-scatter");
+    RUCCL_TRY(ring_pass(level, parts, reduce_scatter_step, combine, source));
+  }
+  const Range part = split ? parts[level.rank()] : range;
+  if (levels.size() == 2) marks.phase("inter-node exchange");
+  Status above =
+      levels_all_reduce(levels.subspan(1), marks, depth + 1, part, unit, reduced || split);
+  RUCCL_TRY(level.share(std::move(above)));
+  if (split) {
+    marks.phase(local ? "local all-gather" : "node all-gather");
+    RUCCL_TRY(ring_all_gather(level, parts));
   }
   return Status::ok();
+}
+
+}  // namespace
+
+Status hierarchical_all_reduce(std::span<RankRun* const> levels, std::size_t units,
+                               std::size_t unit) {
+  if (levels.empty()) return Status(ErrorCode::kInternal, "hierarchical all-reduce without levels");
+  return levels_all_reduce(levels, *levels.front(), 0, Range{0, units * unit}, unit, false);
 }
 
 }  // namespace ruccl::ring

@@ -1,7 +1,8 @@
 // NodeRun: the step executor of a collective whose ranks all share this node
-// (every rank of the world on one node, RUCCL_INTRA_NODE_TRANSPORT=shm), so
-// that the src/ring algorithms run unchanged over shared memory instead of
-// UCX.
+// (every rank of the world on one node, RUCCL_INTRA_NODE_TRANSPORT=shm), or
+// of the node level of a hierarchical all-reduce across nodes (this node's
+// processes), so that the src/ring algorithms run unchanged over shared
+// memory instead of UCX.
 //
 // Each message of a step travels through the channel of its two ranks in the
 // node segment (node/mailbox.hpp): the sender copies it in, piece by piece

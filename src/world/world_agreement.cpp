@@ -288,7 +288,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                    std::vector<std::size_t> root_peer, std::vector<std::size_t> root_local,
                    std::size_t first, std::size_t world, std::size_t nodes, const Config& config,
                    std::shared_ptr<const core::FaultPlan> faults,
-                   std::unique_ptr<node::Mailbox> own_mailbox = nullptr)
+                   std::unique_ptr<node::Mailbox> own_mailbox = nullptr, bool node_level = false)
       : logger_(config),
         links_(std::move(links)),
         views_(std::move(views)),
@@ -300,6 +300,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         first_(first),
         world_(world),
         nodes_(nodes),
+        node_level_(node_level && mailbox_ != nullptr && nodes > 1),
         per_process_(transports_.size()),
         faults_(std::move(faults)),
         record_bytes_(wire_words(world) * sizeof(std::uint64_t)),
@@ -446,7 +447,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       auto shared = share_node_memory(boot, 1, members.size(), config, first_record.tag,
                                       links_->abort_flag.get());
       RUCCL_TRY(shared);
-      box = std::move(shared).value();
+      box = std::move(shared.value().mailbox);
     }
     return child(members, first, 1, slot, config, topo.nodes, std::move(box));
   }
@@ -531,6 +532,11 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       plan.value().one_shot = true;
     }
     return plan;
+  }
+
+  // Ranks of this node, when a hierarchical all-reduce runs a node level.
+  std::size_t node_level_ranks() const override {
+    return node_level_ ? mailbox_->shape().ranks : 0;
   }
 
   // The lean path (node mailboxes, every rank of the world on this node): a
@@ -700,6 +706,38 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       }
       return out;
     }
+    // A world spanning nodes: the node level through the node's channels
+    // (the processes of this node with this local index), then the ring
+    // across nodes over UCX (the ranks with this rank's index on its node).
+    if (algorithm == core::Algorithm::kHierarchical && node_level_ && faulty_.empty() &&
+        (adapter.kind() == DeviceKind::kHost ||
+         !transports_[local]->supports(transport::MemoryType::kCuda))) {
+      const node::MailboxShape& shape = mailbox_->shape();
+      const std::size_t node_rank = first_ + local - shape.first;
+      NodeRunOptions o{seq,
+                       elements,
+                       timeout,
+                       shape.first + local,
+                       per_process_,
+                       core::describe(seq, kind),
+                       &scratch_[local]};
+      if (logger_.enabled(LogLevel::kTrace))
+        logger_.log(LogLevel::kTrace, first_ + local,
+                    "collective #" + std::to_string(seq) + ": node level through the node's " +
+                        "shared memory (" + std::to_string(shape.processes) +
+                        " processes), then a ring across " + std::to_string(world_ / shape.ranks) +
+                        " nodes over UCX");
+      out.node = std::make_unique<NodeRun>(*mailbox_, adapter, work, local,
+                                           (first_ - shape.first) / per_process_, shape.processes,
+                                           std::move(o));
+      transport::TransportRunOptions a = options(kAcrossComm);
+      a.peer_base = node_rank;
+      a.peer_stride = shape.ranks;
+      out.across = std::make_unique<transport::TransportRun>(executor_transport(local), adapter,
+                                                             work, local, shape.first / shape.ranks,
+                                                             world_ / shape.ranks, a);
+      return out;
+    }
     if (algorithm == core::Algorithm::kHierarchical) {
       transport::TransportRunOptions o = options(kAcrossComm);
       o.peer_base = local;
@@ -811,6 +849,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   const std::size_t first_;
   const std::size_t world_;
   const std::size_t nodes_;
+  // A hierarchical all-reduce runs a node level (make_world_remote_ranks).
+  const bool node_level_;
   const std::size_t per_process_;
   // RUCCL_FAULT, parsed once at creation; its drop/corrupt faults act through
   // faulty_, the executors' transports (one per local rank; empty: none).
@@ -852,7 +892,7 @@ std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::unique_ptr<std::atomic<bool>> abort_flag, std::unique_ptr<bootstrap::Bootstrap> boot,
     std::vector<std::unique_ptr<transport::Transport>> transports,
     std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world, std::size_t nodes,
-    const Config& config, std::shared_ptr<const core::FaultPlan> faults) {
+    bool node_level, const Config& config, std::shared_ptr<const core::FaultPlan> faults) {
   const std::size_t per_process = transports.size();
   auto links = std::make_shared<SharedLinks>(std::move(abort_flag), std::move(boot),
                                              std::move(transports), std::move(mailbox));
@@ -862,7 +902,8 @@ std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
   return std::make_unique<WorldRemoteRanks>(std::move(links),
                                             std::vector<std::unique_ptr<transport::Transport>>{},
                                             std::move(root_peer), std::move(root_local), first,
-                                            world, nodes, config, std::move(faults));
+                                            world, nodes, config, std::move(faults), nullptr,
+                                            node_level);
 }
 
 }  // namespace ruccl::world

@@ -292,11 +292,13 @@ node::Tag segment_tag(const transport::JobToken& token, std::size_t first_proces
 
 }  // namespace
 
-Result<std::unique_ptr<node::Mailbox>> world::share_node_memory(
-    bootstrap::Bootstrap& boot, std::size_t per_process, std::size_t world, const Config& config,
-    const node::Tag& tag, const std::atomic<bool>* abort) {
+Result<world::NodeMemory> world::share_node_memory(bootstrap::Bootstrap& boot,
+                                                   std::size_t per_process, std::size_t world,
+                                                   const Config& config, const node::Tag& tag,
+                                                   const std::atomic<bool>* abort) {
   const bootstrap::Topology& topo = boot.topology();
-  std::unique_ptr<node::Mailbox> mailbox;
+  NodeMemory out;
+  std::unique_ptr<node::Mailbox>& mailbox = out.mailbox;
   const std::size_t node_first = topo.process - topo.local_process;
   node::MailboxShape shape;
   shape.processes = topo.local_processes;
@@ -304,8 +306,10 @@ Result<std::unique_ptr<node::Mailbox>> world::share_node_memory(
   shape.ranks = shape.processes * per_process;
   shape.slot_bytes = world::wire_words(world) * sizeof(std::uint64_t) + kNodeFusedBytes;
   shape.lean_bytes = kNodeLeanHeader + kNodeLeanBytes;
-  // The data of larger collectives too (world::NodeRun), up to kChannelRanks.
-  if (topo.nodes == 1 && shape.ranks <= node::kChannelRanks) {
+  // The data of larger collectives too (world::NodeRun), up to kChannelRanks:
+  // all of them when the world is this node, a hierarchical all-reduce's
+  // node level when it spans nodes.
+  if (shape.ranks <= node::kChannelRanks) {
     shape.channel_slots = node::kChannelSlots;
     shape.channel_piece = node::channel_piece_for(shape.ranks);
   }
@@ -344,8 +348,10 @@ Result<std::unique_ptr<node::Mailbox>> world::share_node_memory(
     shared = shared && r.ipc != 0 && r.ipc == records[0].ipc && r.pid_ns != 0 &&
              r.pid_ns == records[0].pid_ns;
   }
-  if (!shared) return mailbox;
+  // Every process takes part in the agreement below, also where its node
+  // shares nothing (one process, namespaces that differ): nodes may differ.
   Status mapped = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
+    if (!shared) return Status::ok();
     node::Segment seg;
     if (leader) {
       seg = std::move(*created);
@@ -365,15 +371,28 @@ Result<std::unique_ptr<node::Mailbox>> world::share_node_memory(
     mailbox = std::make_unique<node::Mailbox>(std::move(box).value());
     return Status::ok();
   });
-  auto all_mapped =
-      bootstrap::agree_outcome(boot, mapped, {}, "creation (share memory on the node: map)",
-                               bootstrap::Wait::within(config.timeout()));
+  // Each process says whether its node's segment carries channels.
+  const std::byte channels =
+      mailbox != nullptr && mailbox->shape().channel_slots > 0 ? std::byte{1} : std::byte{0};
+  auto all_mapped = bootstrap::agree_outcome(boot, mapped, std::span<const std::byte>(&channels, 1),
+                                             "creation (share memory on the node: map)",
+                                             bootstrap::Wait::within(config.timeout()));
   RUCCL_TRY(all_mapped);
+  // A node level: several nodes, each with as many processes, every process
+  // with channels (each decides from the same gathered bytes and topology).
+  std::vector<std::size_t> per_node(topo.nodes, 0);
+  for (std::size_t node : topo.node_of_process)
+    if (node < per_node.size()) ++per_node[node];
+  out.node_level = topo.nodes > 1 && topo.node_of_process.size() == topo.processes;
+  for (std::size_t n : per_node) out.node_level = out.node_level && n == per_node.front();
+  for (const auto& blob : all_mapped.value())
+    out.node_level = out.node_level && blob.size() == 1 && blob.front() == std::byte{1};
+  if (!mailbox) return out;
   // Every process mapped the segment: the descriptors go (the memory stays
   // until the last process unmaps it).
   mailbox->close_segment_fd();
   RUCCL_TRY(mailbox->watch_processes(config.node_single_copy()));
-  return mailbox;
+  return out;
 }
 
 namespace {
@@ -477,7 +496,8 @@ class Creation {
                                         segment_tag(token_, topo_.process - topo_.local_process),
                                         abort_flag_.get());
     RUCCL_TRY(box);
-    mailbox_ = std::move(box).value();
+    mailbox_ = std::move(box.value().mailbox);
+    node_level_ = box.value().node_level;
     return Status::ok();
   }
 
@@ -529,9 +549,10 @@ class Creation {
   Result<std::shared_ptr<Communicator>> communicator() && {
     auto adapter = make_adapter(devices_.front().kind);
     RUCCL_TRY(adapter);
-    auto remote = world::make_world_remote_ranks(std::move(abort_flag_), std::move(boot_),
-                                                 std::move(transports_), std::move(mailbox_),
-                                                 first_, world_, topo_.nodes, config_, faults_);
+    auto remote =
+        world::make_world_remote_ranks(std::move(abort_flag_), std::move(boot_),
+                                       std::move(transports_), std::move(mailbox_), first_, world_,
+                                       topo_.nodes, node_level_, config_, faults_);
     return core::make_world_communicator(std::move(devices_), adapter.value(), std::move(config_),
                                          std::move(remote), faults_);
   }
@@ -551,6 +572,7 @@ class Creation {
   std::vector<std::unique_ptr<transport::Transport>> transports_;
   std::vector<std::vector<std::byte>> addresses_;
   std::unique_ptr<node::Mailbox> mailbox_;  // step 4; null: no shared memory
+  bool node_level_ = false;                 // step 4 (NodeMemory::node_level)
 };
 
 }  // namespace

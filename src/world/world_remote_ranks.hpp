@@ -20,13 +20,15 @@ namespace ruccl::world {
 // first + i); `abort_flag` is the one the transports and the mailbox read.
 // `mailbox`: the node's shared memory (null: none); when the world is one
 // node (`nodes` == 1), fingerprints and small inputs travel through it instead
-// of UCX. `faults` is the communicator's fault plan (drop/corrupt faults act
-// in the executors).
+// of UCX. `node_level`: the world spans nodes whose segments all carry
+// channels, each node with as many processes (NodeMemory::node_level): a
+// hierarchical all-reduce runs a node level. `faults` is the communicator's
+// fault plan (drop/corrupt faults act in the executors).
 std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::unique_ptr<std::atomic<bool>> abort_flag, std::unique_ptr<bootstrap::Bootstrap> boot,
     std::vector<std::unique_ptr<transport::Transport>> transports,
     std::unique_ptr<node::Mailbox> mailbox, std::size_t first, std::size_t world, std::size_t nodes,
-    const Config& config, std::shared_ptr<const core::FaultPlan> faults);
+    bool node_level, const Config& config, std::shared_ptr<const core::FaultPlan> faults);
 
 // The node segment of a world's processes on this node (creation's step 4,
 // and a split by member list whose members share a node): the node's first
@@ -34,9 +36,15 @@ std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
 // its IPC and PID namespaces; each wait agreed through `boot` (Config's
 // timeout). Null: nothing to share (one process on the node, namespaces
 // differ). `tag` marks the segment as this world's; `abort` outlives it.
-Result<std::unique_ptr<node::Mailbox>> share_node_memory(bootstrap::Bootstrap& boot,
-                                                         std::size_t per_process, std::size_t world,
-                                                         const Config& config, const node::Tag& tag,
-                                                         const std::atomic<bool>* abort);
+// Every process of `boot` takes part, whatever its node decided.
+struct NodeMemory {
+  std::unique_ptr<node::Mailbox> mailbox;
+  // Every process of `boot` is on one of several nodes with as many processes
+  // each, and every node's segment carries channels (the same on every process).
+  bool node_level = false;
+};
+Result<NodeMemory> share_node_memory(bootstrap::Bootstrap& boot, std::size_t per_process,
+                                     std::size_t world, const Config& config, const node::Tag& tag,
+                                     const std::atomic<bool>* abort);
 
 }  // namespace ruccl::world

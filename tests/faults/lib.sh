@@ -24,3 +24,6 @@ result_line() { grep "^RESULT rank=$2 " "$1" | head -1; }
 field() { sed -n "s/.* $2=\\([^ ]*\\).*/\\1/p" <<<"$1"; }
 # message <line>: the msg="..." text.
 message() { sed -n 's/.* msg="\(.*\)"$/\1/p' <<<"$1"; }
+# show <log prefix>: a job's output (<prefix>.out) and the tail of its stderr
+# (<prefix>.err), for the reader of a failure.
+show() { sed 's/^/  | /' "$1.out"; grep -v '^\s*$' "$1.err" | tail -15 | sed 's/^/  ! /'; }

@@ -56,8 +56,6 @@ ns() { echo "$RUCCL_NETNS_NAME-$1"; }
 # fresh_lab: a new 2-host lab, so that nothing a case leaves behind (a rank or
 # orted stranded by the cut, a rule, the delayer) reaches the next case.
 fresh_lab() { lab_down; lab_up 2 || { echo "FAIL: lab_up"; exit 1; }; }
-# show <log prefix>: the job's output, for the reader of a failure.
-show() { sed 's/^/  | /' "$1.out"; grep -v '^\s*$' "$1.err" | tail -15 | sed 's/^/  ! /'; }
 
 # job <log prefix> <limit s> <RUCCL_TIMEOUT s> [mpirun args] -- <command...>: one
 # process per host; stdout/stderr to <prefix>.out/.err; returns mpirun's status.

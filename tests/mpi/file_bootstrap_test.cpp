@@ -14,7 +14,13 @@
 //    this test meet in a temporary directory, build a communicator and run a
 //    checked all-reduce and broadcast; the survivors of a killed process build
 //    a new one among themselves; a missing process is kTimeout on every
-//    present one, naming its index, within the deadline.
+//    present one, naming its index, within the deadline. With hostnames
+//    overridden, forked processes form simulated nodes (all on this host, so
+//    they share memory per simulated node): nodes of different sizes create
+//    a communicator (every process takes part in every agreement, whether
+//    its node shares memory or not), and 2 nodes x 2 processes x 1-2 devices
+//    run the hierarchical all-reduce with its node level (the node's shared
+//    memory, then a ring across nodes over UCX), checked, in place and not.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -36,7 +42,11 @@
 #include "bootstrap/file_bootstrap.hpp"
 #include "bootstrap/store_bootstrap.hpp"
 #ifdef RUCCL_TEST_FILE_WORLD
+#include <fstream>
+#include <sstream>
+
 #include "ruccl/world.hpp"
+#include "world/from_bootstrap.hpp"
 #endif
 
 namespace ruccl::bootstrap {
@@ -479,6 +489,122 @@ TEST(FileWorld, AMissingProcessIsATimeoutOnEveryPresentOne) {
   }, 20s);
   EXPECT_EQ(got[0], "");
   EXPECT_EQ(got[1], "");
+}
+
+// A communicator of `devices` host devices per process over the directory
+// bootstrap, this process on simulated node `host`.
+Result<std::shared_ptr<Communicator>> simulated_node_world(const std::string& dir, std::size_t i,
+                                                           std::size_t processes,
+                                                           const std::string& host,
+                                                           std::size_t devices, Config config) {
+  FileBootstrapOptions o;
+  o.timeout = config.timeout();
+  o.hostname = host;
+  auto boot = file_bootstrap(dir, i, processes, o);
+  RUCCL_TRY(boot);
+  std::vector<DeviceId> local;
+  for (std::size_t d = 0; d < devices; ++d) local.push_back(host_device(d));
+  return world::create_communicator_from_bootstrap(std::move(boot).value(), std::move(local),
+                                                   std::move(config));
+}
+
+// Every one of the `local` ranks of `comm` in this process all-reduces (i32 sum) `count` elements,
+// in place or into a separate output, checked; "" or what went wrong.
+std::string checked_all_reduce(Communicator& comm, std::size_t local, std::size_t count,
+                               bool in_place) {
+  const std::size_t world = comm.world_size();
+  std::vector<std::string> errors(local);
+  std::vector<std::thread> threads;
+  for (std::size_t d = 0; d < local; ++d)
+    threads.emplace_back([&, d] {
+      const std::size_t rank = comm.first_rank() + d;
+      std::vector<std::int32_t> in(count), out(count, -1);
+      for (std::size_t j = 0; j < count; ++j)
+        in[j] = static_cast<std::int32_t>(rank * 7 + j % 1000);
+      const TensorView vin = TensorView::of(in.data(), DataType::kI32, count, host_device(d));
+      const TensorView vout = TensorView::of(out.data(), DataType::kI32, count, host_device(d));
+      const Status s = in_place ? comm.all_reduce_into(rank, vin, vin, ReduceOp::kSum)
+                                : comm.all_reduce_into(rank, vin, vout, ReduceOp::kSum);
+      if (!s.is_ok()) {
+        errors[d] = "rank " + std::to_string(rank) + ": " + s.to_string();
+        return;
+      }
+      const std::vector<std::int32_t>& got = in_place ? in : out;
+      for (std::size_t j = 0; j < count; ++j) {
+        const auto want =
+            static_cast<std::int32_t>(7 * world * (world - 1) / 2 + world * (j % 1000));
+        if (got[j] != want) {
+          errors[d] = "rank " + std::to_string(rank) + " count " + std::to_string(count) +
+                      ": element " + std::to_string(j) + " is " + std::to_string(got[j]) +
+                      ", want " + std::to_string(want);
+          return;
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const std::string& e : errors)
+    if (!e.empty()) return e;
+  return "";
+}
+
+std::string file_text(const fs::path& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(FileWorld, NodesOfDifferentSizesCreateACommunicator) {
+  // Two processes on node "a", one on "b" (which shares memory with no one),
+  // and the other way round: before, the lone node's process skipped an
+  // agreement the others waited in.
+  for (const std::vector<std::string>& hosts :
+       {std::vector<std::string>{"a", "a", "b"}, std::vector<std::string>{"a", "b", "b"}}) {
+    TempDir dir;
+    const auto got = fork_processes(
+        {0, 1, 2},
+        [&](std::size_t i) -> std::string {
+          auto comm = simulated_node_world(dir.sub("job"), i, 3, hosts[i], 1, world_config(20s));
+          if (!comm.is_ok()) return "create: " + comm.status().to_string();
+          if (std::string err = run_collectives(**comm, 2); !err.empty()) return err;
+          return checked_all_reduce(**comm, 1, 100003, false);
+        },
+        40s);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(got[i], "") << "process " << i << " of hosts " << hosts[0] << hosts[1] << hosts[2];
+  }
+}
+
+TEST(FileWorld, TwoNodesOfTwoProcessesRunTheNodeLevel) {
+  for (std::size_t devices : {1, 2}) {
+    TempDir dir;
+    const auto got = fork_processes(
+        {0, 1, 2, 3},
+        [&](std::size_t i) -> std::string {
+          const std::string host = i < 2 ? "a" : "b";
+          const fs::path log = dir.path / ("log." + std::to_string(i));
+          Config config =
+              world_config(20s).with_log_level(LogLevel::kTrace).with_log_file(log.string());
+          auto comm = simulated_node_world(dir.sub("job"), i, 4, host, devices, config);
+          if (!comm.is_ok()) return "create: " + comm.status().to_string();
+          // Odd counts above the one-shot's sizes, in place and not; and zero.
+          for (std::size_t count : {std::size_t{0}, std::size_t{4099}, std::size_t{100003}})
+            for (bool in_place : {false, true})
+              if (std::string err = checked_all_reduce(**comm, devices, count, in_place);
+                  !err.empty())
+                return err;
+          comm.value().reset();  // the log is complete
+          // Each rank ran the node level (its executors' TRACE line) at least once.
+          const std::string text = file_text(log);
+          if (text.find("node level through the node's shared memory (2 processes), then a ring "
+                        "across 2 nodes") == std::string::npos)
+            return "no node level in the log:\n" + text.substr(0, 4000);
+          return "";
+        },
+        60s);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(got[i], "") << "process " << i << ", " << devices << " devices per process";
+  }
 }
 
 #endif  // RUCCL_TEST_FILE_WORLD

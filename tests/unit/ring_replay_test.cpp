@@ -367,21 +367,31 @@ void replay_ring(Ring kind, const Shape& sh, bool in_place) {
          std::string(names[static_cast<int>(kind)]) + (in_place ? " in place " : " ") + sh.name());
 }
 
-// Hierarchical all-reduce over P processes x D local ranks (global p * D + d).
-void replay_hierarchical(std::size_t P, std::size_t D, const Shape& sh, bool in_place) {
-  const std::size_t n = sh.units * sh.unit, w = P * D;
+// Hierarchical all-reduce over N nodes x P processes x D local ranks (global
+// (n * P + p) * D + d). One node: two levels (local, across processes); more:
+// three (local, the node's processes, across nodes).
+void replay_hierarchical(std::size_t N, std::size_t P, std::size_t D, const Shape& sh,
+                         bool in_place) {
+  const std::size_t n = sh.units * sh.unit, w = N * P * D;
   Replay rp(w, sh.unit, sh.max);
-  std::vector<std::size_t> local(P), across(D);
-  for (std::size_t p = 0; p < P; ++p) {
+  auto rank = [&](std::size_t node, std::size_t p, std::size_t d) {
+    return (node * P + p) * D + d;
+  };
+  auto group = [&](auto&& member, std::size_t size) {
     std::vector<std::size_t> m;
-    for (std::size_t d = 0; d < D; ++d) m.push_back(p * D + d);
-    local[p] = rp.add_group(m);
-  }
-  for (std::size_t d = 0; d < D; ++d) {
-    std::vector<std::size_t> m;
-    for (std::size_t p = 0; p < P; ++p) m.push_back(p * D + d);
-    across[d] = rp.add_group(m);
-  }
+    for (std::size_t i = 0; i < size; ++i) m.push_back(member(i));
+    return rp.add_group(m);
+  };
+  std::vector<std::size_t> local(N * P), node(N * D), across(P * D);
+  for (std::size_t k = 0; k < N; ++k)
+    for (std::size_t p = 0; p < P; ++p)
+      local[k * P + p] = group([&](std::size_t d) { return rank(k, p, d); }, D);
+  for (std::size_t k = 0; k < N; ++k)
+    for (std::size_t d = 0; d < D; ++d)
+      node[k * D + d] = group([&](std::size_t p) { return rank(k, p, d); }, P);
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t d = 0; d < D; ++d)
+      across[p * D + d] = group([&](std::size_t k) { return rank(k, p, d); }, N);
   rp.fill(n);
   for (std::size_t g = 0; g < w; ++g) {
     RankState& s = rp.states[g];
@@ -389,15 +399,22 @@ void replay_hierarchical(std::size_t P, std::size_t D, const Shape& sh, bool in_
       s.buf = s.input;
       s.aliased = in_place;
     }
-    RecordingRun l = rp.run(local[g / D], g % D), a = rp.run(across[g % D], g / D);
-    const Status st = hierarchical_all_reduce(l, a, sh.units, sh.unit);
+    const std::size_t d = g % D, p = g / D % P, k = g / D / P;
+    RecordingRun l = rp.run(local[k * P + p], d), m = rp.run(node[k * D + d], p),
+                 a = rp.run(across[p * D + d], k);
+    // One node: the processes are the level across (as a world on one node runs it).
+    RecordingRun c = rp.run(node[d], p);
+    RankRun* const three[] = {&l, &m, &a};
+    RankRun* const two[] = {&l, &c};
+    const Status st = N > 1 ? hierarchical_all_reduce(three, sh.units, sh.unit)
+                            : hierarchical_all_reduce(two, sh.units, sh.unit);
     if (!st.is_ok()) rp.fail("rank " + std::to_string(g) + ": " + st.to_string());
   }
   if (rp.errors.empty()) rp.simulate();
   for (std::size_t g = 0; g < w; ++g)
     for (std::size_t e = 0; e < n; ++e) rp.expect(g, e, reduced_val(w, e));
-  finish(rp, "hierarchical_all_reduce " + std::to_string(P) + " x " + std::to_string(D) +
-                 (in_place ? " in place " : " ") + sh.name());
+  finish(rp, "hierarchical_all_reduce " + std::to_string(N) + " x " + std::to_string(P) + " x " +
+                 std::to_string(D) + (in_place ? " in place " : " ") + sh.name());
 }
 
 void replay_one_shot(const Shape& sh) {
@@ -491,9 +508,22 @@ TEST(RingReplay, HierarchicalAllReduceEveryProcessByDeviceSplit) {
     for (std::size_t D = 1; P * D <= kMaxWorld; ++D)
       for (std::size_t b : budgets())
         for (std::size_t c : counts(P * D)) {
-          replay_hierarchical(P, D, Shape{P * D, c, 1, b}, false);
-          if (c % 2) replay_hierarchical(P, D, Shape{P * D, c, 2, 2 * b}, true);
+          replay_hierarchical(1, P, D, Shape{P * D, c, 1, b}, false);
+          if (c % 2) replay_hierarchical(1, P, D, Shape{P * D, c, 2, 2 * b}, true);
         }
+}
+
+// With a node level: every split of the world into nodes x processes x devices.
+TEST(RingReplay, HierarchicalAllReduceEveryNodeByProcessByDeviceSplit) {
+  for (std::size_t N = 2; N <= kMaxWorld; ++N)
+    for (std::size_t P = 1; N * P <= kMaxWorld; ++P)
+      for (std::size_t D = 1; N * P * D <= kMaxWorld; ++D)
+        for (std::size_t b : budgets())
+          for (std::size_t c : counts(N * P * D)) {
+            const std::size_t w = N * P * D;
+            replay_hierarchical(N, P, D, Shape{w, c, 1, b}, false);
+            if (c % 2) replay_hierarchical(N, P, D, Shape{w, c, 2, 2 * b}, true);
+          }
 }
 
 TEST(RingReplay, OneShotAllReduce) {

@@ -56,6 +56,30 @@ TEST(Selection, HierarchicalDefaults) {
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), world(3, 1)), Algorithm::kOneShot);
 }
 
+TEST(Selection, ANodeLevelMakesOneRankPerProcessHierarchical) {
+  const Config c;
+  // 2 nodes x 2 processes x 1 rank, with a node level: hierarchical above the
+  // one-shot's sizes; other collectives keep the flat ring.
+  Topology t = world(4, 1);
+  t.node = 2;
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), t), Algorithm::kHierarchical);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), t), Algorithm::kOneShot);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kReduce, 1 << 20), t), Algorithm::kFlatRing);
+  // The flat strategy keeps the flat ring.
+  EXPECT_EQ(pick(Config().with_global_strategy(GlobalStrategy::kFlatRing),
+                 call(CollectiveKind::kAllReduce, 1 << 20), t),
+            Algorithm::kFlatRing);
+  // A "node level" of the whole world, or of one process, is none.
+  t.node = 4;
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), t), Algorithm::kFlatRing);
+  t.node = 1;
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), t), Algorithm::kFlatRing);
+  // Several ranks per process: hierarchical with or without it.
+  Topology d = world(4, 2);
+  d.node = 4;
+  EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), d), Algorithm::kHierarchical);
+}
+
 TEST(Selection, FlatRingDefaults) {
   const Config c = Config().with_global_strategy(GlobalStrategy::kFlatRing);
   // Every transfer is a message, also inside one process.

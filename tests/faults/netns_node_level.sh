@@ -1,0 +1,85 @@
+#!/bin/bash
+# ctest label faults: the node level of a hierarchical all-reduce across nodes
+# (2 network-namespace hosts x 2 processes x 1 device: the node's shared
+# memory, then a ring across the nodes over UCX/tcp).
+#   netns_node_level.sh <build dir>
+#   soak     `ruccl_fault_worker soak 40` (random checked collectives: every
+#            all-reduce above the one-shot's sizes runs the node level) passes.
+#   exit@0   rank 1 exits as collective #5's first step (the node level's
+#            reduce-scatter) starts: rank 0, its node peer, sees its process
+#            die; rank 3, its partner in the ring across nodes, sees its
+#            endpoint fail; rank 2 hears of it from them.
+#   exit@1   the same at the second step (the ring across nodes).
+# In both exit cases every survivor must report PeerFailure in #5 naming rank 1,
+# within 1 s (plus scheduling slack) of its last good collective, under a
+# RUCCL_TIMEOUT of 10 s: a survivor that only times out fails the test (and
+# one that does not report before mpirun's 12 s limit prints no RESULT).
+# Skips (exit 77, "SKIP: <reason>") where the lab cannot be made; RUCCL_NETNS_REQUIRE=1
+# turns that into a failure. RUCCL_FAULT_KEEP=1 keeps the logs.
+set -uo pipefail
+[ $# -eq 1 ] || { echo "usage: $0 <build dir>" >&2; exit 2; }
+worker=$(cd "$1" && pwd)/tests/faults/ruccl_fault_worker
+[ -x "$worker" ] || { echo "FAIL: no executable $worker" >&2; exit 1; }
+bound_ms=$((1000 + ${RUCCL_FAULT_SLACK_MS:-1500}))
+# (lib.sh: result lines, show; netns_lab.sh: the lab)
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+# shellcheck source=../multinode/netns_lab.sh
+source "$here/../multinode/netns_lab.sh"
+
+lab_preflight
+work=$(mktemp -d /tmp/ruccl-netns-node-level.XXXXXX)
+trap 'lab_down; [ -n "${RUCCL_FAULT_KEEP:-}" ] || rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+lab_up 2 || { echo "FAIL: lab_up"; exit 1; }
+
+# job <log prefix> <limit s> [mpirun args] -- <command...>: 2 processes per host.
+job() {
+  local log=$1 limit=$2; shift 2
+  lab_mpirun 2 "$limit" "$@" >"$log.out" 2>"$log.err"
+}
+
+rc=0
+t0=$(now_ms)
+job "$work/soak" 90 -x RUCCL_TIMEOUT=20 -x RUCCL_CHECKSUM=1 -- "$worker" soak 40 || rc=$?
+for r in 0 1 2 3; do
+  line=$(result_line "$work/soak.out" $r)
+  if [ "$(field "$line" status)" != Ok ] || [ "$(field "$line" collectives)" != 40 ] ||
+     [ "$(field "$line" mismatches)" != 0 ]; then
+    fail "soak: rank $r: ${line:-no RESULT}"
+  fi
+done
+[ $rc -eq 0 ] || fail "soak: exited $rc"
+echo "soak 40 on 2 hosts x 2 processes: rc $rc after $(($(now_ms) - t0)) ms"
+[ $failed -eq 0 ] || show "$work/soak"
+
+for step in 0 1; do
+  log=$work/exit$step rc=0
+  t0=$(now_ms)
+  # Open MPI 4.1 with recovery across daemons does not end the job once its
+  # processes are gone (mpirun and the orteds stay): its --timeout ends it, the
+  # survivors having reported long before.
+  job "$log" 12 --enable-recovery --mca orte_abort_on_non_zero_status 0 \
+    -x RUCCL_TIMEOUT=10 -x RUCCL_FAULT="exit:rank=1,seq=5,step=$step" -x RUCCL_DEBUG=TRACE -- \
+    "$worker" allreduce-loop 20 1048576 || rc=$?
+  echo "exit@$step: job rc $rc after $(($(now_ms) - t0)) ms"
+  grep -q "node level through the node's shared memory (2 processes)" "$log.err" ||
+    fail "exit@$step: no rank ran the node level"
+  before=$failed
+  for r in 0 2 3; do
+    line=$(result_line "$log.out" $r)
+    [ -n "$line" ] || { fail "exit@$step: rank $r printed no RESULT"; continue; }
+    status=$(field "$line" status) ms=$(field "$line" ms) seq=$(field "$line" seq) msg=$(message "$line")
+    echo "exit@$step: rank $r: $status in #$seq after ${ms} ms: ${msg:0:160}"
+    [ "$status" = PeerFailure ] || fail "exit@$step: rank $r: status $status, expected PeerFailure"
+    [ "$seq" = 5 ] || fail "exit@$step: rank $r: failed in collective #$seq, expected #5"
+    grep -Eq "rank 1([^0-9]|\$)" <<<"$msg" || fail "exit@$step: rank $r: the message does not name rank 1"
+    [ "$ms" -le $bound_ms ] || fail "exit@$step: rank $r: the error came ${ms} ms after its last collective"
+  done
+  [ $failed -eq $before ] || show "$log"
+done
+echo "netns_node_level: $([ $failed -eq 0 ] && echo PASSED || echo FAILED)"
+exit $failed
