@@ -33,6 +33,7 @@ class Config {
   static constexpr std::size_t kDefaultFlightRecorder = 64;                    // entries per rank
   static constexpr std::size_t kDefaultOneShotBytes = 4096;                    // 4 KiB
   static constexpr std::size_t kMaxLeanBytes = std::size_t{64} << 10;          // 64 KiB
+  static constexpr std::size_t kDefaultNodeDirectBytes = std::size_t{256} << 10;  // 256 KiB
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring, or a selection
@@ -41,8 +42,8 @@ class Config {
   // (WARN|INFO|TRACE), RUCCL_DEBUG_FILE, RUCCL_TRACE, RUCCL_FAULT (a fault plan),
   // RUCCL_FLIGHT_RECORDER (entries per rank; 0 = off) and
   // RUCCL_FLIGHT_RECORDER_SIGNAL (0 = no SIGUSR1 handler), RUCCL_CHECKSUM (1 =
-  // payload checksums), RUCCL_ONE_SHOT_BYTES. An unparsable value is an error
-  // naming the variable.
+  // payload checksums), RUCCL_ONE_SHOT_BYTES, RUCCL_NODE_DIRECT_BYTES. An unparsable value is an
+  // error naming the variable.
   static Result<Config> from_env();
   // Same, over `base` instead of the defaults.
   static Result<Config> from_env(Config base);
@@ -76,6 +77,10 @@ class Config {
   Config& with_one_shot_bytes(std::size_t bytes) { one_shot_bytes_ = bytes; return *this; }
   Config& with_lean_bytes(std::size_t bytes) {
     lean_bytes_ = bytes;
+    return *this;
+  }
+  Config& with_node_direct_bytes(std::size_t bytes) {
+    node_direct_bytes_ = bytes;
     return *this;
   }
 
@@ -155,6 +160,15 @@ class Config {
   // of all ranks' inputs together). Every process must have the same
   // (creation compares it). RUCCL_ALGO rows override it.
   std::size_t lean_bytes() const { return lean_bytes_; }
+  // On the node's channels, a message that only copies (all-gather,
+  // broadcast, all-to-all-v, the gathers of an all-reduce) between host
+  // buffers of at most this many bytes is read by the receiver straight from
+  // the sender's buffer (process_vm_readv: one copy instead of two) where the
+  // kernel allows it; larger ones go through the segment, whose two copies
+  // pipeline better on the development VM (README "Node shared memory").
+  // RUCCL_NODE_DIRECT_BYTES, default kDefaultNodeDirectBytes; 0 = never.
+  // Processes may differ (the receiver takes either form of a piece).
+  std::size_t node_direct_bytes() const { return node_direct_bytes_; }
 
   // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,
   // 0 < timeout <= kMaxTimeout) and parses the fault plan and the algorithm
@@ -182,6 +196,7 @@ class Config {
   bool checksum_ = false;
   std::size_t one_shot_bytes_ = kDefaultOneShotBytes;
   std::size_t lean_bytes_ = kMaxLeanBytes;
+  std::size_t node_direct_bytes_ = kDefaultNodeDirectBytes;
 };
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept;

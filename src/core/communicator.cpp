@@ -50,7 +50,8 @@ struct Communicator::Impl {
         algorithms(core::make_table(config)) {}
 
   // One rank's collective. No exception leaves it: see Seat and call_body.
-  Result<core::RankOutcome> call(std::size_t rank, core::Request req, const CallOptions& options);
+  // (`req` is the caller's, built for this call: taken by reference, not copied.)
+  Result<core::RankOutcome> call(std::size_t rank, core::Request&& req, const CallOptions& options);
   class Seat;
   struct Call;
   Result<core::RankOutcome> call_body(Seat& seat, std::size_t rank, core::Request& req,
@@ -229,7 +230,7 @@ class Communicator::Impl::Seat {
   bool departed_ = false;
 };
 
-Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Request req,
+Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Request&& req,
                                                    const CallOptions& options) {
   Seat seat(*this, rank >= first ? rank - first : 0);
   try {
@@ -696,13 +697,15 @@ std::uint64_t Communicator::next_sequence(std::size_t rank) const {
 
 namespace {
 
-core::Request make(CollectiveKind kind, const TensorView& in, std::optional<TensorView> out) {
+// `out`: the caller's output view, or null (the value form). Each view is
+// copied once, into the request.
+core::Request make(CollectiveKind kind, const TensorView& in, const TensorView* out) {
   core::Request req;
   req.kind = kind;
   req.dtype = in.dtype;
   req.in =
       in;  // (req.shape, the fingerprint's, is filled after the lean path: shape_for_agreement)
-  req.out = std::move(out);
+  if (out != nullptr) req.out.emplace(*out);
   return req;
 }
 
@@ -716,21 +719,21 @@ Result<Tensor> tensor_of(Result<core::RankOutcome> r) {
 
 Result<Tensor> Communicator::all_reduce(std::size_t rank, const TensorView& in, ReduceOp op,
                                         CallOptions o) {
-  auto req = make(CollectiveKind::kAllReduce, in, std::nullopt);
+  auto req = make(CollectiveKind::kAllReduce, in, nullptr);
   req.op = op;
   return tensor_of(impl_->call(rank, std::move(req), o));
 }
 
 Status Communicator::all_reduce_into(std::size_t rank, const TensorView& in, const TensorView& out,
                                      ReduceOp op, CallOptions o) {
-  auto req = make(CollectiveKind::kAllReduce, in, out);
+  auto req = make(CollectiveKind::kAllReduce, in, &out);
   req.op = op;
   return impl_->call(rank, std::move(req), o).status();
 }
 
 Result<std::optional<Tensor>> Communicator::reduce(std::size_t rank, const TensorView& in,
                                                    ReduceOp op, std::size_t root, CallOptions o) {
-  auto req = make(CollectiveKind::kReduce, in, std::nullopt);
+  auto req = make(CollectiveKind::kReduce, in, nullptr);
   req.op = op;
   req.root = root;
   auto r = impl_->call(rank, std::move(req), o);
@@ -740,45 +743,45 @@ Result<std::optional<Tensor>> Communicator::reduce(std::size_t rank, const Tenso
 
 Status Communicator::reduce_into(std::size_t rank, const TensorView& in, const TensorView& out,
                                  ReduceOp op, std::size_t root, CallOptions o) {
-  auto req = make(CollectiveKind::kReduce, in, out);
+  auto req = make(CollectiveKind::kReduce, in, &out);
   req.op = op;
   req.root = root;
   return impl_->call(rank, std::move(req), o).status();
 }
 
 Result<Tensor> Communicator::broadcast(std::size_t rank, const TensorView* in, CallOptions o) {
-  auto req = make(CollectiveKind::kBroadcast, in ? *in : TensorView{}, std::nullopt);
+  auto req = make(CollectiveKind::kBroadcast, in ? *in : TensorView{}, nullptr);
   req.has_input = in != nullptr;
   return tensor_of(impl_->call(rank, std::move(req), o));
 }
 
 Status Communicator::broadcast_into(std::size_t rank, const TensorView* in, const TensorView& out,
                                     CallOptions o) {
-  auto req = make(CollectiveKind::kBroadcast, in ? *in : out, out);
+  auto req = make(CollectiveKind::kBroadcast, in ? *in : out, &out);
   req.has_input = in != nullptr;
   if (!in) req.in = TensorView{nullptr, out.dtype, {}, out.device, out.stream};
   return impl_->call(rank, std::move(req), o).status();
 }
 
 Result<Tensor> Communicator::all_gather(std::size_t rank, const TensorView& in, CallOptions o) {
-  return tensor_of(impl_->call(rank, make(CollectiveKind::kAllGather, in, std::nullopt), o));
+  return tensor_of(impl_->call(rank, make(CollectiveKind::kAllGather, in, nullptr), o));
 }
 
 Status Communicator::all_gather_into(std::size_t rank, const TensorView& in, const TensorView& out,
                                      CallOptions o) {
-  return impl_->call(rank, make(CollectiveKind::kAllGather, in, out), o).status();
+  return impl_->call(rank, make(CollectiveKind::kAllGather, in, &out), o).status();
 }
 
 Result<Tensor> Communicator::reduce_scatter(std::size_t rank, const TensorView& in, ReduceOp op,
                                             CallOptions o) {
-  auto req = make(CollectiveKind::kReduceScatter, in, std::nullopt);
+  auto req = make(CollectiveKind::kReduceScatter, in, nullptr);
   req.op = op;
   return tensor_of(impl_->call(rank, std::move(req), o));
 }
 
 Status Communicator::reduce_scatter_into(std::size_t rank, const TensorView& in,
                                          const TensorView& out, ReduceOp op, CallOptions o) {
-  auto req = make(CollectiveKind::kReduceScatter, in, out);
+  auto req = make(CollectiveKind::kReduceScatter, in, &out);
   req.op = op;
   return impl_->call(rank, std::move(req), o).status();
 }
@@ -786,7 +789,7 @@ Status Communicator::reduce_scatter_into(std::size_t rank, const TensorView& in,
 Result<AllToAllV> Communicator::all_to_all_v(std::size_t rank, const TensorView& in,
                                              std::span<const std::size_t> send_counts,
                                              CallOptions o) {
-  auto req = make(CollectiveKind::kAllToAllV, in, std::nullopt);
+  auto req = make(CollectiveKind::kAllToAllV, in, nullptr);
   req.send_counts.assign(send_counts.begin(), send_counts.end());
   auto r = impl_->call(rank, std::move(req), o);
   RUCCL_TRY(r);
@@ -798,7 +801,7 @@ Status Communicator::all_to_all_v_into(std::size_t rank, const TensorView& in,
                                        std::span<const std::size_t> send_counts,
                                        const TensorView& out,
                                        std::vector<std::size_t>& recv_counts, CallOptions o) {
-  auto req = make(CollectiveKind::kAllToAllV, in, out);
+  auto req = make(CollectiveKind::kAllToAllV, in, &out);
   req.send_counts.assign(send_counts.begin(), send_counts.end());
   auto r = impl_->call(rank, std::move(req), o);
   RUCCL_TRY(r);

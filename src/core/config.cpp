@@ -122,6 +122,11 @@ Result<Config> Config::from_env(Config base) {
     RUCCL_TRY(r);
     c.one_shot_bytes_ = r.value();
   }
+  if (const char* v = std::getenv("RUCCL_NODE_DIRECT_BYTES")) {
+    auto r = parse_size("RUCCL_NODE_DIRECT_BYTES", v);
+    RUCCL_TRY(r);
+    c.node_direct_bytes_ = r.value();
+  }
   if (const char* v = std::getenv("RUCCL_LEAN_BYTES")) {
     auto r = parse_size("RUCCL_LEAN_BYTES", v);
     RUCCL_TRY(r);

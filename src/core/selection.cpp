@@ -156,9 +156,12 @@ AlgorithmTable make_table(const Config& config) {
     // The whole world on one node: small collectives through its mailboxes
     // (np=2 all_reduce here: 0.4-1.0 of Open MPI's time from 8 KiB to 64
     // KiB, against 0.9-1.4 for the ring over UCX; up to 8 KiB 0.8-1.5).
-    if (hierarchical && config.lean_bytes() > 0)
-      add(t, kind, Algorithm::kNodeMailbox, 0,
-          std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
+    if (hierarchical && config.lean_bytes() > 0) {
+      const std::size_t cap = kind == CollectiveKind::kBroadcast   ? kNodeMailboxBroadcastBytes
+                              : kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherBytes
+                                                                   : kNodeMailboxBytes;
+      add(t, kind, Algorithm::kNodeMailbox, 0, std::min(config.lean_bytes(), cap) + 1);
+    }
     if (kind == CollectiveKind::kAllReduce) {
       if (one_shot > 0) add(t, kind, Algorithm::kOneShot, 0, one_shot_end);
       if (hierarchical) add(t, kind, Algorithm::kHierarchical);

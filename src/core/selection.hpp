@@ -92,6 +92,14 @@ struct CallShape {
 // reads every other's: 64 KiB at 4 ranks, 8 KiB at 32).
 inline constexpr std::size_t kNodeMailboxBytes = std::size_t{64} << 10;
 inline constexpr std::size_t kNodeMailboxTotalBytes = std::size_t{256} << 10;
+// Collectives that only copy stop earlier: from there the node's channels,
+// whose copies pipeline and whose receivers read directly
+// (Config::node_direct_bytes), were faster at np=2 on the development VM
+// (broadcast of 32-64 KiB: 4.8-6.9 / 4.0-5.4 us out-of-place / in-place
+// against the lean path's 5.6-11.3 / 8.0-16.7; all-gather of 16-32 KiB per
+// rank in place: 3.7-4.5 us against 6.3-11.6).
+inline constexpr std::size_t kNodeMailboxBroadcastBytes = std::size_t{16} << 10;
+inline constexpr std::size_t kNodeMailboxAllGatherBytes = std::size_t{8} << 10;
 
 struct SelectionRule {
   CollectiveKind kind = CollectiveKind::kAllReduce;

@@ -1,5 +1,7 @@
 #include "ruccl/types.hpp"
 
+#include <iterator>
+
 #include "ruccl/communicator.hpp"  // collective_name (here: the fuzz targets link no communicator)
 
 namespace ruccl {
@@ -72,7 +74,11 @@ std::string device_name(DeviceId device) {
 }
 
 bool is_valid(DataType dtype) noexcept { return dtype_size(dtype) != 0; }
-bool is_valid(ReduceOp op) noexcept { return op_name(op) != "?"; }
+// (Per call on every path: a range check, not the names. The ops are the
+// enumerators kSum..kLxor; the integer-only ones kBand..kLxor, as listed.)
+static_assert(static_cast<int>(ReduceOp::kLxor) == 10 && std::size(kIntegerOnlyOps) == 6 &&
+              kIntegerOnlyOps[0] == ReduceOp::kBand && kIntegerOnlyOps[5] == ReduceOp::kLxor);
+bool is_valid(ReduceOp op) noexcept { return op <= ReduceOp::kLxor; }
 
 bool is_floating(DataType dtype) noexcept {
   return dtype == DataType::kF16 || dtype == DataType::kBF16 || dtype == DataType::kF32 ||
@@ -86,9 +92,7 @@ std::optional<DataType> parse_dtype(std::string_view name) {
 }
 
 bool is_integer_only(ReduceOp op) noexcept {
-  for (ReduceOp o : kIntegerOnlyOps)
-    if (o == op) return true;
-  return false;
+  return op >= ReduceOp::kBand && op <= ReduceOp::kLxor;
 }
 
 std::optional<ReduceOp> parse_op(std::string_view name) {

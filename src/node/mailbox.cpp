@@ -145,7 +145,7 @@ Result<Mailbox> Mailbox::attach(Segment segment, const MailboxShape& shape, cons
   return box;
 }
 
-Status Mailbox::watch_processes(bool single_copy) {
+Status Mailbox::watch_processes() {
   const SegmentLayout& l = layout_;
   pids_.assign(shape_.processes, 0);
   pidfds_.clear();
@@ -163,7 +163,7 @@ Status Mailbox::watch_processes(bool single_copy) {
   // Reads each other process's pid where it says it keeps it: a kernel that
   // refuses (ptrace scope, seccomp, another user) leaves the copies through
   // the segment.
-  bool reads = single_copy;
+  bool reads = true;
   for (std::size_t p = 0; p < shape_.processes && reads; ++p) {
     if (p == process_) continue;
     const std::byte* block = at(l.processes_at + p * kProcessBytes);

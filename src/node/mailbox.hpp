@@ -98,10 +98,9 @@ class Mailbox {
   static Result<Mailbox> attach(Segment segment, const MailboxShape& shape, const Tag& tag,
                                 std::size_t process, const std::atomic<bool>* abort);
   // After every process attached: the pids of the others, watched (pidfd).
-  // `single_copy`: this process tries to read every other's memory
-  // (process_vm_readv of a word it published) and says whether it can
-  // (reads_directly).
-  Status watch_processes(bool single_copy);
+  // This process tries to read every other's memory (process_vm_readv of a
+  // word it published) and says whether it can (reads_directly).
+  Status watch_processes();
 
   Mailbox(Mailbox&&) noexcept = default;
   Mailbox& operator=(Mailbox&&) noexcept = default;

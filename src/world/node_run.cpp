@@ -35,7 +35,8 @@ Status NodeRun::file(std::vector<Stream>& streams, const Transfer& t) {
     s->node_peer = peer;
     s->messages.clear();
     s->at = s->done = 0;
-    // Addresses only toward a rank that reads them, of host memory.
+    // Addresses only toward a rank that reads them, of host memory (step()
+    // narrows it to the messages it suits).
     s->direct =
         &streams == &outs_ && adapter_.kind() == DeviceKind::kHost && box_.reads_directly(peer);
   }
@@ -53,6 +54,18 @@ Status NodeRun::step(std::span<const Transfer> sends, std::span<const Transfer> 
     // fit this rank's buffer must not copy the memory behind it to a peer.
     RUCCL_TRY(core::resolve(work_, t, Combine::kCopy, local_, core::kElsewhere));
     RUCCL_TRY(file(outs_, t));
+  }
+  // Without shm-direct, addresses only for a copy step's messages of at most
+  // direct_copy_bytes (larger ones pipeline better through the segment).
+  if (!options_.direct_all) {
+    const std::size_t es = dtype_size(work_.dtype);
+    for (std::size_t i = 0; i < outs_used_; ++i) {
+      Stream& s = outs_[i];
+      bool small = combine == Combine::kCopy && options_.direct_copy_bytes > 0;
+      for (std::size_t m = 0; m < s.messages.size() && small; ++m)
+        small = s.messages[m]->src.count <= options_.direct_copy_bytes / es;
+      s.direct = s.direct && small;
+    }
   }
   for (const Transfer& t : recvs) {
     if (t.src.count == 0) continue;

@@ -17,12 +17,14 @@
 // ranks that disagree get kProtocolError, never a wrong sum.
 //
 // Host buffers, where the receiver's process can read the sender's memory
-// (Mailbox::reads_directly; RUCCL_INTRA_NODE_TRANSPORT=shm-direct, not the default):
-// a piece carries only the address of the sender's range, the receiver reads
-// it itself (process_vm_readv: one copy, straight into its buffer for a copy,
-// into a piece of scratch for a reduction), and the sender's step returns
-// only once every such piece was released, so that no peer reads a caller's
-// buffer after the call returned.
+// (Mailbox::reads_directly), for the messages of a copy step up to
+// NodeRunOptions::direct_copy_bytes (all messages with
+// RUCCL_INTRA_NODE_TRANSPORT=shm-direct): a piece carries only the address of
+// the sender's range, the receiver reads it itself (process_vm_readv: one
+// copy, straight into its buffer for a copy, into a piece of scratch for a
+// reduction), and the sender's step returns only once every such piece was
+// released, so that no peer reads a caller's buffer after the call returned.
+// The receiver takes either form of every piece (its header says which).
 //
 // Waits are the mailbox's (spin, yield, futex), with the step's deadline, the
 // abort flag, the node's failure notices and the liveness of the peers'
@@ -52,6 +54,12 @@ struct NodeRunOptions {
   // A piece's worth of host memory a reduction reads a peer's piece into,
   // kept by the caller across collectives (per local rank); null: the run's own.
   std::vector<std::byte>* scratch = nullptr;
+  // Toward a rank that reads directly (Mailbox::reads_directly), host
+  // buffers: every message goes as addresses (RUCCL_INTRA_NODE_TRANSPORT=
+  // shm-direct), or else those of a copy step (Combine::kCopy) of at most
+  // `direct_copy_bytes` each (Config::node_direct_bytes; 0: none).
+  bool direct_all = false;
+  std::size_t direct_copy_bytes = 0;
 };
 
 class NodeRun final : public ring::RankRun {

@@ -232,7 +232,10 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
       std::size_t before = 0;
       for (std::size_t k = 0; k < me; ++k) before += plan.rows[s * world + k];
       const std::size_t rows = plan.rows[s * world + me];
-      if (rows > 0) std::memcpy(d, inputs[s] + counts + before * row, rows * row);
+      // This rank's own block is not in its slot (lean() leaves it out): the input.
+      const std::byte* from =
+          s == me ? static_cast<const std::byte*>(req.in.data) : inputs[s] + counts;
+      if (rows > 0) std::memcpy(d, from + before * row, rows * row);
       d += rows * row;
       out.recv_counts.push_back(rows);
     }
@@ -301,6 +304,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         world_(world),
         nodes_(nodes),
         node_level_(node_level && mailbox_ != nullptr && nodes > 1),
+        direct_all_(config.node_single_copy()),
+        direct_copy_bytes_(config.node_direct_bytes()),
         per_process_(transports_.size()),
         faults_(std::move(faults)),
         record_bytes_(wire_words(world) * sizeof(std::uint64_t)),
@@ -589,7 +594,19 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       const std::uint64_t c = req.send_counts[d];
       std::memcpy(slot.data() + kLeanHeader + d * sizeof c, &c, sizeof c);
     }
-    if (data > 0) std::memcpy(slot.data() + kLeanHeader + counts, req.in.data, data);
+    if (data > 0 && a2a) {
+      // Every block but this rank's own, which lean_run copies from the input.
+      const std::size_t row = geometry.unit * dtype_size(req.dtype);
+      std::size_t own = 0;
+      for (std::size_t d = 0; d < me; ++d) own += req.send_counts[d];
+      const std::size_t at = std::min(own * row, data);
+      const std::size_t end = std::min(at + req.send_counts[me] * row, data);
+      const auto* in = static_cast<const std::byte*>(req.in.data);
+      std::memcpy(slot.data() + kLeanHeader + counts, in, at);
+      std::memcpy(slot.data() + kLeanHeader + counts + end, in + end, data - end);
+    } else if (data > 0) {
+      std::memcpy(slot.data() + kLeanHeader + counts, req.in.data, data);
+    }
     box.publish(me - base, seq, kLeanHeader + bytes, node::Lane::kLean);
     LeanScratch& k = lean_[local];
     k.heads.resize(world_);
@@ -688,7 +705,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                        across ? local : 0,
                        across ? per_process_ : 1,
                        core::describe(seq, kind),
-                       &scratch_[local]};
+                       &scratch_[local],
+                       direct_all_,
+                       direct_copy_bytes_};
       if (logger_.enabled(LogLevel::kTrace))
         logger_.log(LogLevel::kTrace, first_ + local,
                     "collective #" + std::to_string(seq) +
@@ -720,7 +739,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                        shape.first + local,
                        per_process_,
                        core::describe(seq, kind),
-                       &scratch_[local]};
+                       &scratch_[local],
+                       direct_all_,
+                       direct_copy_bytes_};
       if (logger_.enabled(LogLevel::kTrace))
         logger_.log(LogLevel::kTrace, first_ + local,
                     "collective #" + std::to_string(seq) + ": node level through the node's " +
@@ -851,6 +872,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   const std::size_t nodes_;
   // A hierarchical all-reduce runs a node level (make_world_remote_ranks).
   const bool node_level_;
+  // Which messages on the node's channels go as addresses (NodeRunOptions).
+  const bool direct_all_;
+  const std::size_t direct_copy_bytes_;
   const std::size_t per_process_;
   // RUCCL_FAULT, parsed once at creation; its drop/corrupt faults act through
   // faulty_, the executors' transports (one per local rank; empty: none).

@@ -391,7 +391,7 @@ Result<world::NodeMemory> world::share_node_memory(bootstrap::Bootstrap& boot,
   // Every process mapped the segment: the descriptors go (the memory stays
   // until the last process unmaps it).
   mailbox->close_segment_fd();
-  RUCCL_TRY(mailbox->watch_processes(config.node_single_copy()));
+  RUCCL_TRY(mailbox->watch_processes());
   return out;
 }
 

@@ -40,7 +40,7 @@ struct OneProcessNode {
     auto b = Mailbox::attach(std::move(seg).value(), shape, tag, 0, &abort);
     EXPECT_TRUE(b.is_ok()) << b.status().to_string();
     box.emplace(std::move(b).value());
-    EXPECT_TRUE(box->watch_processes(true).is_ok());
+    EXPECT_TRUE(box->watch_processes().is_ok());
   }
 };
 

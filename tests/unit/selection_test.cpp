@@ -159,6 +159,15 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   other.kind = CollectiveKind::kAllToAllV;
   other.bytes = 65537;  // beyond the slot: the ring
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
+  // Broadcast up to 16 KiB, all-gather up to 8 KiB per rank (the channels beyond).
+  for (auto [kind, cap] : {std::pair{CollectiveKind::kBroadcast, kNodeMailboxBroadcastBytes},
+                           std::pair{CollectiveKind::kAllGather, kNodeMailboxAllGatherBytes}}) {
+    CallShape at = lean_call(cap);
+    at.kind = kind;
+    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+    at.bytes = cap + 1;
+    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
+  }
   // RUCCL_LEAN_BYTES lowers the threshold; 0 turns the lean path off.
   const Config lower = Config().with_lean_bytes(1024);
   EXPECT_EQ(pick(lower, lean_call(1024), node(2, 1)), Algorithm::kNodeMailbox);
