@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "core/agreement.hpp"
+
 namespace ruccl::transport {
 
 TransportRun::TransportRun(Transport& transport, DeviceAdapter& adapter, Work& work,
@@ -58,9 +60,9 @@ Status TransportRun::exchange_ops(std::uint32_t step, Clock::time_point deadline
   for (SendOp& op : send_ops_) op.seq = options_.seq;
   const Status status = transport_.exchange(send_ops_, recv_ops_, deadline);
   if (status) return status;
-  return status.with_context(
-      (options_.context.empty() ? "collective #" + std::to_string(options_.seq) : options_.context) +
-      " step " + std::to_string(step));
+  return status.with_context((options_.kind ? core::describe(options_.seq, *options_.kind)
+                                            : "collective #" + std::to_string(options_.seq)) +
+                             " step " + std::to_string(step));
 }
 
 Result<const void*> TransportRun::source(const Transfer& t) const {

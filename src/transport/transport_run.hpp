@@ -32,11 +32,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/work.hpp"
 #include "ring/rank_run.hpp"
+#include "ruccl/communicator.hpp"  // CollectiveKind
 #include "transport/staging_pipeline.hpp"
 #include "transport/transport.hpp"
 
@@ -83,9 +85,9 @@ struct TransportRunOptions {
   // fresh pages; null: the run's own. A kept buffer is reused only when it
   // fits this run's message size (never larger than its budget).
   std::vector<StagingBuffer>* staging_cache = nullptr;
-  // Put in front of every error, e.g. "collective #7 (all_reduce)"; empty:
-  // "collective #<seq>".
-  std::string context{};
+  // The collective, named in front of every error ("collective #7
+  // (all_reduce)", core::describe; made only then); none: "collective #<seq>".
+  std::optional<CollectiveKind> kind{};
 };
 
 class TransportRun final : public ring::RankRun {

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "core/agreement.hpp"
+
 namespace ruccl::world {
 
 NodeRun::NodeRun(node::Mailbox& box, DeviceAdapter& adapter, Work& work, std::size_t local,
@@ -15,7 +17,7 @@ NodeRun::NodeRun(node::Mailbox& box, DeviceAdapter& adapter, Work& work, std::si
       rank_(rank),
       world_(world),
       me_(options.peer_base + rank * options.peer_stride - box.shape().first),
-      options_(std::move(options)) {
+      options_(options) {
   piece_elements_ = std::max<std::size_t>(1, box_.shape().channel_piece / dtype_size(work_.dtype));
 }
 
@@ -97,10 +99,9 @@ Status NodeRun::step(std::span<const Transfer> sends, std::span<const Transfer> 
     guard.armed = false;
     return status;
   }
-  status =
-      status.with_context((options_.context.empty() ? "collective #" + std::to_string(options_.seq)
-                                                    : options_.context) +
-                          " step " + std::to_string(step_ - 1) + " (node shared memory)");
+  status = status.with_context((options_.kind ? core::describe(options_.seq, *options_.kind)
+                                              : "collective #" + std::to_string(options_.seq)) +
+                               " step " + std::to_string(step_ - 1) + " (node shared memory)");
   // At once, not only once the error left the algorithm (a hierarchy's other
   // levels may still run): the node's waiters on this rank stop waiting.
   box_.notify(me_, options_.seq, status);

@@ -33,12 +33,14 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/work.hpp"
 #include "node/mailbox.hpp"
 #include "ring/rank_run.hpp"
+#include "ruccl/communicator.hpp"  // CollectiveKind
 
 namespace ruccl::world {
 
@@ -50,7 +52,9 @@ struct NodeRunOptions {
   // first global rank (a sub-ring of the world: the ranks with one local index).
   std::size_t peer_base = 0;
   std::size_t peer_stride = 1;
-  std::string context{};  // put in front of every error, e.g. "collective #7 (all_reduce)"
+  // The collective, named in front of every error ("collective #7
+  // (all_reduce)", core::describe; made only then); none: "collective #<seq>".
+  std::optional<CollectiveKind> kind{};
   // A piece's worth of host memory a reduction reads a peer's piece into,
   // kept by the caller across collectives (per local rank); null: the run's own.
   std::vector<std::byte>* scratch = nullptr;

@@ -684,7 +684,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     auto options = [&](std::uint32_t comm) {
       transport::TransportRunOptions o{comm, seq, elements, timeout};
       o.staging_cache = &staging_[local];
-      o.context = core::describe(seq, kind);
+      o.kind = kind;
       if (logger_.enabled(LogLevel::kTrace))  // the memory path, once per executor
         o.log = [this, rank = first_ + local](const std::string& line) {
           logger_.log(LogLevel::kTrace, rank, line);
@@ -699,15 +699,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         (adapter.kind() == DeviceKind::kHost ||
          !transports_[local]->supports(transport::MemoryType::kCuda))) {
       const bool across = algorithm == core::Algorithm::kHierarchical;
-      NodeRunOptions o{seq,
-                       elements,
-                       timeout,
-                       across ? local : 0,
-                       across ? per_process_ : 1,
-                       core::describe(seq, kind),
-                       &scratch_[local],
-                       direct_all_,
-                       direct_copy_bytes_};
+      NodeRunOptions o{
+          seq,  elements,         timeout,     across ? local : 0, across ? per_process_ : 1,
+          kind, &scratch_[local], direct_all_, direct_copy_bytes_};
       if (logger_.enabled(LogLevel::kTrace))
         logger_.log(LogLevel::kTrace, first_ + local,
                     "collective #" + std::to_string(seq) +
@@ -716,7 +710,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                         std::to_string(mailbox_->shape().channel_piece) + " bytes), not UCX");
       auto run = std::make_unique<NodeRun>(*mailbox_, adapter, work, local,
                                            across ? first_ / per_process_ : first_ + local,
-                                           across ? processes : world_, std::move(o));
+                                           across ? processes : world_, o);
       if (across) {
         out.across = std::move(run);
       } else {
@@ -733,24 +727,17 @@ class WorldRemoteRanks final : public core::RemoteRanks {
          !transports_[local]->supports(transport::MemoryType::kCuda))) {
       const node::MailboxShape& shape = mailbox_->shape();
       const std::size_t node_rank = first_ + local - shape.first;
-      NodeRunOptions o{seq,
-                       elements,
-                       timeout,
-                       shape.first + local,
-                       per_process_,
-                       core::describe(seq, kind),
-                       &scratch_[local],
-                       direct_all_,
-                       direct_copy_bytes_};
+      NodeRunOptions o{seq,  elements,         timeout,     shape.first + local, per_process_,
+                       kind, &scratch_[local], direct_all_, direct_copy_bytes_};
       if (logger_.enabled(LogLevel::kTrace))
         logger_.log(LogLevel::kTrace, first_ + local,
                     "collective #" + std::to_string(seq) + ": node level through the node's " +
                         "shared memory (" + std::to_string(shape.processes) +
                         " processes), then a ring across " + std::to_string(world_ / shape.ranks) +
                         " nodes over UCX");
-      out.node = std::make_unique<NodeRun>(*mailbox_, adapter, work, local,
-                                           (first_ - shape.first) / per_process_, shape.processes,
-                                           std::move(o));
+      out.node =
+          std::make_unique<NodeRun>(*mailbox_, adapter, work, local,
+                                    (first_ - shape.first) / per_process_, shape.processes, o);
       transport::TransportRunOptions a = options(kAcrossComm);
       a.peer_base = node_rank;
       a.peer_stride = shape.ranks;
