@@ -97,6 +97,10 @@ class ExchangeRound {
 
   Status check_ops(std::span<const SendOp> sends, std::span<const RecvOp> recvs) const;
   Status check_peers(std::span<const SendOp> sends, std::span<const RecvOp> recvs) const;
+  // A few progress calls, only until one finds nothing (about a
+  // microsecond): what already arrived (a notice) is matched before a
+  // failure is reported.
+  void settle();
   Status prefer_notice(Status error);
   void lay_out_frames(std::span<const SendOp> sends, std::span<const RecvOp> recvs);
   std::byte* frame(std::size_t at) { return s_.frames.data() + at; }
@@ -291,11 +295,15 @@ Status ExchangeRound::check_peers(std::span<const SendOp> sends,
 // A peer that aborts or fails tells the others before its endpoints close:
 // its notice, queued here, says why better than the closed endpoint does
 // (an abort is Aborted on every rank, not a PeerFailure on some).
+void ExchangeRound::settle() {
+  for (std::size_t k = 0; k < kSettleRounds && t_.worker_.progress() != 0; ++k) {
+  }
+}
+
 Status ExchangeRound::prefer_notice(Status error) {
   if (error.is_ok() || kind_ == WireKind::kAbort || error.code() != ErrorCode::kPeerFailure)
     return error;
-  for (std::size_t k = 0; k < kSettleRounds && t_.worker_.progress() != 0; ++k) {
-  }
+  settle();
   Status told = t_.notice();
   if (told) return error;
   return Status(told.code(), told.message() + "; at rank " + std::to_string(t_.self_) + " (" +
@@ -629,10 +637,7 @@ Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp>
       // was idle when its peers failed must not complete what they did not
       // (their messages were queued here before their notice).
       if (!notice) {
-        // Whatever else already arrived is matched first (a few progress
-        // calls, only until one finds nothing: about a microsecond).
-        for (std::size_t k = 0; k < kSettleRounds && t_.worker_.progress() != 0; ++k) {
-        }
+        settle();  // whatever else already arrived is matched first
         error = t_.notice();
         if (!error) {
           error = Status(error.code(), error.message() + "; at rank " + std::to_string(t_.self_) +
