@@ -34,6 +34,7 @@ class Config {
   static constexpr std::size_t kDefaultOneShotBytes = 4096;                    // 4 KiB
   static constexpr std::size_t kMaxLeanBytes = std::size_t{64} << 10;          // 64 KiB
   static constexpr std::size_t kDefaultNodeDirectBytes = std::size_t{256} << 10;  // 256 KiB
+  static constexpr std::size_t kDefaultLeanDirectBytes = std::size_t{4} << 10;     // 4 KiB
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring, or a selection
@@ -42,7 +43,8 @@ class Config {
   // (WARN|INFO|TRACE), RUCCL_DEBUG_FILE, RUCCL_TRACE, RUCCL_FAULT (a fault plan),
   // RUCCL_FLIGHT_RECORDER (entries per rank; 0 = off) and
   // RUCCL_FLIGHT_RECORDER_SIGNAL (0 = no SIGUSR1 handler), RUCCL_CHECKSUM (1 =
-  // payload checksums), RUCCL_ONE_SHOT_BYTES, RUCCL_NODE_DIRECT_BYTES. An unparsable value is an
+  // payload checksums), RUCCL_ONE_SHOT_BYTES, RUCCL_NODE_DIRECT_BYTES,
+  // RUCCL_LEAN_DIRECT_BYTES. An unparsable value is an
   // error naming the variable.
   static Result<Config> from_env();
   // Same, over `base` instead of the defaults.
@@ -81,6 +83,10 @@ class Config {
   }
   Config& with_node_direct_bytes(std::size_t bytes) {
     node_direct_bytes_ = bytes;
+    return *this;
+  }
+  Config& with_lean_direct_bytes(std::size_t bytes) {
+    lean_direct_bytes_ = bytes;
     return *this;
   }
 
@@ -169,6 +175,14 @@ class Config {
   // RUCCL_NODE_DIRECT_BYTES, default kDefaultNodeDirectBytes; 0 = never.
   // Processes may differ (the receiver takes either form of a piece).
   std::size_t node_direct_bytes() const { return node_direct_bytes_; }
+  // On the lean path, a rank whose input (host memory) holds at least this
+  // many bytes publishes its address instead of a copy in its slot, where
+  // every other rank of the node can read this process's memory: each reader
+  // copies what it needs straight from it (process_vm_readv) and says so,
+  // and the rank returns only once every other rank did (README "Node shared
+  // memory"). RUCCL_LEAN_DIRECT_BYTES, default kDefaultLeanDirectBytes;
+  // 0 = never. Processes may differ (a reader takes either form).
+  std::size_t lean_direct_bytes() const { return lean_direct_bytes_; }
 
   // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,
   // 0 < timeout <= kMaxTimeout) and parses the fault plan and the algorithm
@@ -197,6 +211,7 @@ class Config {
   std::size_t one_shot_bytes_ = kDefaultOneShotBytes;
   std::size_t lean_bytes_ = kMaxLeanBytes;
   std::size_t node_direct_bytes_ = kDefaultNodeDirectBytes;
+  std::size_t lean_direct_bytes_ = kDefaultLeanDirectBytes;
 };
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept;

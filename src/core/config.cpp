@@ -127,6 +127,11 @@ Result<Config> Config::from_env(Config base) {
     RUCCL_TRY(r);
     c.node_direct_bytes_ = r.value();
   }
+  if (const char* v = std::getenv("RUCCL_LEAN_DIRECT_BYTES")) {
+    auto r = parse_size("RUCCL_LEAN_DIRECT_BYTES", v);
+    RUCCL_TRY(r);
+    c.lean_direct_bytes_ = r.value();
+  }
   if (const char* v = std::getenv("RUCCL_LEAN_BYTES")) {
     auto r = parse_size("RUCCL_LEAN_BYTES", v);
     RUCCL_TRY(r);

@@ -83,6 +83,11 @@ class RemoteRanks {
   // The lean path of a small collective (Algorithm::kNodeMailbox): bytes of
   // input it carries at most; 0: none here (the default).
   virtual std::size_t lean_capacity() const { return 0; }
+  // The lean path's direct form (Config::lean_direct_bytes): inputs of at
+  // least this many bytes go as addresses, where every process of the node
+  // reads the others' memory; 0: none here (the default). Read per call: the
+  // processes say whether they can once they attached.
+  virtual std::size_t lean_direct_bytes() const { return 0; }
   // Ranks of this node when the world spans nodes that each share memory
   // between their processes (Topology::node); 0: none (the default).
   virtual std::size_t node_level_ranks() const { return 0; }

@@ -157,10 +157,9 @@ AlgorithmTable make_table(const Config& config) {
     // (np=2 all_reduce here: 0.4-1.0 of Open MPI's time from 8 KiB to 64
     // KiB, against 0.9-1.4 for the ring over UCX; up to 8 KiB 0.8-1.5).
     if (hierarchical && config.lean_bytes() > 0) {
-      const std::size_t cap = kind == CollectiveKind::kBroadcast   ? kNodeMailboxBroadcastBytes
-                              : kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherBytes
-                                                                   : kNodeMailboxBytes;
-      add(t, kind, Algorithm::kNodeMailbox, 0, std::min(config.lean_bytes(), cap) + 1);
+      // (Broadcast and all-gather past their copy caps only in the direct
+      // form: feasible.)
+      add(t, kind, Algorithm::kNodeMailbox, 0, std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
     }
     if (kind == CollectiveKind::kAllReduce) {
       if (one_shot > 0) add(t, kind, Algorithm::kOneShot, 0, one_shot_end);
@@ -193,6 +192,12 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
           call.kind == CollectiveKind::kBroadcast || call.kind == CollectiveKind::kAllGather ||
           call.kind == CollectiveKind::kReduceScatter || call.kind == CollectiveKind::kAllToAllV;
       const std::size_t held = call.kind == CollectiveKind::kBroadcast ? 1 : topo.world - 1;
+      const std::size_t copy_cap = call.kind == CollectiveKind::kBroadcast ? kNodeMailboxBroadcastBytes
+                                   : call.kind == CollectiveKind::kAllGather
+                                       ? kNodeMailboxAllGatherBytes
+                                       : SIZE_MAX;
+      if (call.bytes > copy_cap && (call.lean_direct == 0 || call.bytes < call.lean_direct))
+        return false;
       return topo.node_mailbox && call.lean_offer && kind && topo.host_buffers && topo.world >= 2 &&
              call.bytes <= call.fused_capacity && call.bytes <= call.budget / held &&
              call.bytes <= kNodeMailboxTotalBytes / topo.world;

@@ -85,6 +85,9 @@ struct CallShape {
   // kNodeMailbox only: asked before the agreement, with `fused_capacity` the
   // lean lane's (RemoteRanks::lean_capacity).
   bool lean_offer = false;
+  // kNodeMailbox only: inputs of at least this many bytes go in the direct
+  // form (RemoteRanks::lean_direct_bytes); 0: none.
+  std::size_t lean_direct = 0;
 };
 
 // The node_mailbox rows: every collective up to kNodeMailboxBytes, and while
@@ -98,6 +101,12 @@ inline constexpr std::size_t kNodeMailboxTotalBytes = std::size_t{256} << 10;
 // (broadcast of 32-64 KiB: 4.8-6.9 / 4.0-5.4 us out-of-place / in-place
 // against the lean path's 5.6-11.3 / 8.0-16.7; all-gather of 16-32 KiB per
 // rank in place: 3.7-4.5 us against 6.3-11.6).
+// That holds only where the lean path's inputs are copied through the slots:
+// in the direct form (each reader copies the input straight from the
+// sender's memory) the lean path was faster up to kNodeMailboxBytes
+// (broadcast of 32 KiB: 3.6 / 3.4-3.7 us against the channels' 6.7-6.9 /
+// 5.9-6.0; all-gather of 32-64 KiB in all: 2.2-4.2 us against 4.2-9.1), so
+// from there the rows need the direct form (CallShape::lean_direct).
 inline constexpr std::size_t kNodeMailboxBroadcastBytes = std::size_t{16} << 10;
 inline constexpr std::size_t kNodeMailboxAllGatherBytes = std::size_t{8} << 10;
 

@@ -353,6 +353,21 @@ bool Mailbox::reads_directly(std::size_t rank) const {
 // producer sees its read (Dekker).
 constexpr std::size_t kClosedAt = 8, kReadingAt = 64 + 8;
 
+// In the consumer's line, beside `reading`: seq + 1 of the last lean
+// collective whose direct input of `from` the consumer is done with.
+constexpr std::size_t kLeanDoneAt = 64 + 16;
+
+void Mailbox::lean_done(std::size_t from, std::size_t to, std::uint64_t seq) {
+  atomic_at<std::uint64_t>(channel_at(from, to) + kLeanDoneAt)
+      .store(seq + 1, std::memory_order_seq_cst);
+  ring(from);
+}
+
+bool Mailbox::lean_released(std::size_t from, std::size_t to, std::uint64_t seq) const {
+  return atomic_at<std::uint64_t>(channel_at(from, to) + kLeanDoneAt)
+             .load(std::memory_order_seq_cst) >= seq + 1;
+}
+
 void Mailbox::withdraw(std::size_t from, std::size_t to) {
   std::byte* c = channel_at(from, to);
   atomic_at<std::uint32_t>(c + kClosedAt).store(1, std::memory_order_seq_cst);

@@ -165,6 +165,12 @@ class Mailbox {
   // progress when it returns (or the consumer's process died). The channel
   // stays closed: after a failure the node's mailbox stays failed anyway.
   void withdraw(std::size_t from, std::size_t to);
+  // The lean path's direct form (world_agreement.cpp), on the words of
+  // channel from -> to: node rank `to` is done with node rank `from`'s input
+  // of collective `seq` (read it, or needed none of it), and rings `from`;
+  // whether it said so for `seq` (or later).
+  void lean_done(std::size_t from, std::size_t to, std::uint64_t seq);
+  bool lean_released(std::size_t from, std::size_t to, std::uint64_t seq) const;
   // Waits until `ready()` holds, like wait(): spin, yield, then the futex;
   // ends with the notices, the abort flag, the death of a process of the
   // node ranks in `watch`, or kTimeout at `deadline` (its text: "waiting for

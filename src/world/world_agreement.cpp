@@ -48,6 +48,11 @@ constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
 // has_output << 33; count; budget; root; up to kLeanDims dims of the tensor.
 constexpr std::size_t kLeanDims = 4;
 constexpr std::size_t kLeanHeader = 64;
+// The direct form (Config::lean_direct_bytes): h[0] bit 34, and in place of
+// the input (after an all-to-all-v's counts) its address in the rank's
+// process and its bytes, two words; the readers copy it themselves.
+constexpr std::uint64_t kDirectBit = std::uint64_t{1} << 34;
+constexpr std::size_t kLeanAddress = 2 * sizeof(std::uint64_t);
 using LeanHeader = std::array<std::uint64_t, kLeanHeader / 8>;
 
 // An all_to_all_v's header: h[1] is the row width (elements), h[3] this
@@ -93,11 +98,11 @@ struct LeanPlan {
 // Whether every rank's header equals rank 0's but for has_output (value and
 // into forms may mix) and, for an all_to_all_v, the output capacity.
 bool same_headers(const std::vector<LeanHeader>& heads, std::size_t world, bool but_capacity) {
-  constexpr std::uint64_t kOutputBit = std::uint64_t{1} << 33;
+  constexpr std::uint64_t kFormBits = std::uint64_t{1} << 33 | kDirectBit;
   for (std::size_t r = 1; r < world; ++r) {
     LeanHeader a = heads[r], b = heads[0];
-    a[0] &= ~kOutputBit;
-    b[0] &= ~kOutputBit;
+    a[0] &= ~kFormBits;
+    b[0] &= ~kFormBits;
     if (but_capacity) a[3] = b[3] = 0;
     if (a != b) return false;
   }
@@ -210,7 +215,13 @@ Result<std::byte*> output_of(const core::Request& req, core::RankOutcome& out,
   return d;
 }
 
-// This rank's output of a fitting lean collective, from the slots' inputs.
+// A copy that may be onto itself (an in-place caller's own input, direct form).
+void copy_to(std::byte* d, const std::byte* s, std::size_t n) {
+  if (d != s && n > 0) std::memcpy(d, s, n);
+}
+
+// This rank's output of a fitting lean collective, from the slots' inputs
+// (or, direct form, the copies read from the ranks' memory, and its own).
 Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& req, std::size_t me,
                                    const std::vector<const std::byte*>& inputs,
                                    DeviceAdapter& adapter, DeviceId device) {
@@ -262,22 +273,35 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
   if (total == 0) return out;
   std::byte* d = dst.value();
   switch (plan.kind) {
-    case CollectiveKind::kBroadcast: std::memcpy(d, inputs[plan.root], n * es); break;
+    case CollectiveKind::kBroadcast: copy_to(d, inputs[plan.root], n * es); break;
     case CollectiveKind::kAllGather:
-      for (std::size_t r = 0; r < world; ++r) std::memcpy(d + r * n * es, inputs[r], n * es);
+      for (std::size_t r = 0; r < world; ++r) copy_to(d + r * n * es, inputs[r], n * es);
       break;
     default: {
       // In rank order, from rank 0's input: the same bits on every rank. (An
       // in-place caller's buffer is its input: its copy is in its slot.)
+      // The first two inputs in one pass (no copy first); an output that is
+      // rank 0's input (in place) is the kernel's first operand, as allowed.
       const std::size_t at = shard.offset * es, count = shard.count;
-      std::memcpy(d, inputs[0] + at, count * es);
-      for (std::size_t r = 1; r < world; ++r)
+      RUCCL_TRY(host::reduce(plan.dtype, plan.op, d, inputs[0] + at, inputs[1] + at, count));
+      for (std::size_t r = 2; r < world; ++r)
         RUCCL_TRY(host::reduce(plan.dtype, plan.op, d, d, inputs[r] + at, count));
       if (plan.op == ReduceOp::kMean) RUCCL_TRY(host::divide(plan.dtype, d, count, world));
     }
   }
   return out;
 }
+
+// A local rank's lean-path state, kept across collectives (no allocation once warm).
+struct LeanScratch {
+  std::vector<LeanHeader> heads;
+  std::vector<const std::byte*> inputs;
+  std::vector<std::size_t> sizes;
+  LeanPlan plan;  // of the last lean collective (its vectors' room kept)
+  std::vector<std::uint64_t> address;  // a direct rank's input (0: in its slot)
+  std::vector<std::byte> read;         // the direct inputs' parts this rank read
+  std::vector<std::size_t> watch;      // the node's other ranks (await_readers)
+};
 
 class WorldRemoteRanks final : public core::RemoteRanks {
  public:
@@ -306,6 +330,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         node_level_(node_level && mailbox_ != nullptr && nodes > 1),
         direct_all_(config.node_single_copy()),
         direct_copy_bytes_(config.node_direct_bytes()),
+        lean_direct_bytes_(config.lean_direct_bytes()),
         per_process_(transports_.size()),
         faults_(std::move(faults)),
         record_bytes_(wire_words(world) * sizeof(std::uint64_t)),
@@ -557,6 +582,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   std::size_t lean_capacity() const override {
     return node_agreement() && faulty_.empty() ? mailbox_->shape().lean_bytes - kLeanHeader : 0;
   }
+  std::size_t lean_direct_bytes() const override {
+    return lean_capacity() > 0 && readable_by_node(*mailbox_) ? lean_direct_bytes_ : 0;
+  }
   std::optional<Result<core::RankOutcome>> lean(std::size_t local, std::uint64_t seq,
                                                 const core::Request& req,
                                                 const core::Geometry& geometry,
@@ -587,14 +615,25 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       box.notify(me - base, seq, aborted);
       return Result<core::RankOutcome>(aborted);
     }
-    const LeanHeader head = lean_header(req, geometry, view);
+    // The direct form where every other rank of the node can read this
+    // process's memory (and the channels, whose words carry the readers'
+    // "done", exist); the input stays where it is.
+    // Not where this rank's output overwrites its input (in place): the
+    // readers would race its writes, and waiting for them first was slower.
+    const bool direct = data > 0 && lean_direct_bytes_ > 0 && data >= lean_direct_bytes_ &&
+                        writes_apart(req, geometry, me) && readable_by_node(box);
+    LeanHeader head = lean_header(req, geometry, view);
+    if (direct) head[0] |= kDirectBit;
     const std::span<std::byte> slot = box.slot(me - base, seq, node::Lane::kLean);
     std::memcpy(slot.data(), head.data(), kLeanHeader);
     for (std::size_t d = 0; d < world_ && a2a; ++d) {
       const std::uint64_t c = req.send_counts[d];
       std::memcpy(slot.data() + kLeanHeader + d * sizeof c, &c, sizeof c);
     }
-    if (data > 0 && a2a) {
+    if (direct) {
+      const std::uint64_t where[2] = {reinterpret_cast<std::uintptr_t>(req.in.data), data};
+      std::memcpy(slot.data() + kLeanHeader + counts, where, kLeanAddress);
+    } else if (data > 0 && a2a) {
       // Every block but this rank's own, which lean_run copies from the input.
       const std::size_t row = geometry.unit * dtype_size(req.dtype);
       std::size_t own = 0;
@@ -607,25 +646,25 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     } else if (data > 0) {
       std::memcpy(slot.data() + kLeanHeader + counts, req.in.data, data);
     }
-    box.publish(me - base, seq, kLeanHeader + bytes, node::Lane::kLean);
+    box.publish(me - base, seq, kLeanHeader + counts + (direct ? kLeanAddress : data),
+                node::Lane::kLean);
     LeanScratch& k = lean_[local];
     k.heads.resize(world_);
     k.inputs.assign(world_, nullptr);
     k.sizes.assign(world_, 0);
+    k.address.assign(world_, 0);
     bool lean = true;
     for (std::size_t r = 0; r < world_; ++r) {
       if (r == me) {
         k.heads[r] = head;
-        k.inputs[r] = slot.data() + kLeanHeader;
+        // (An all-to-all-v's counts stay in the slot; its own rows are the input.)
+        k.inputs[r] = direct && !a2a ? static_cast<const std::byte*>(req.in.data)
+                                     : slot.data() + kLeanHeader;
         k.sizes[r] = bytes;
         continue;
       }
       auto m = box.wait(me - base, r - base, seq, deadline, node::Lane::kLean);
-      if (!m) {
-        box.notify(me - base, seq, m.status());
-        return Result<core::RankOutcome>(m.status().with_context(
-            core::describe(seq, req.kind) + ": the lean path (node shared memory)"));
-      }
+      if (!m) return lean_failed(box, me - base, seq, req.kind, direct, m.status());
       const std::span<const std::byte> got = m.value().bytes;
       if (m.value().lane != node::Lane::kLean || got.size() < kLeanHeader) {
         lean = false;
@@ -634,14 +673,151 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       std::memcpy(k.heads[r].data(), got.data(), kLeanHeader);
       k.inputs[r] = got.data() + kLeanHeader;
       k.sizes[r] = got.size() - kLeanHeader;
+      if ((k.heads[r][0] & kDirectBit) != 0 && !direct_record(k, r, a2a)) lean = false;
     }
-    // Every rank saw the same slots: all fall back alike.
+    // Every rank saw the same slots: all fall back alike (no rank reads a
+    // direct input then).
     if (!lean || !lean_fits(k.heads, k.sizes, k.inputs, world_, k.plan)) return std::nullopt;
+    // The direct inputs this rank needs, copied from their ranks' memory;
+    // then every direct rank hears that this one is done with its input.
+    Status read = read_direct(box, k, me, base, deadline);
+    if (!read.is_ok()) return lean_failed(box, me - base, seq, req.kind, direct, read);
+    for (std::size_t r = 0; r < world_; ++r)
+      if (r != me && k.address[r] != 0) box.lean_done(r - base, me - base, seq);
     auto outcome = core::catch_to_status(ErrorCode::kInternal, "the lean path", [&] {
       return lean_run(k.plan, req, me, k.inputs, adapter, device);
     });
+    // A direct rank's input stays the readers' until every one is done.
+    if (direct) {
+      Status released = await_readers(box, k, me - base, seq, req.kind, deadline);
+      if (!released.is_ok()) return lean_failed(box, me - base, seq, req.kind, true, released);
+    }
     if (!outcome) box.notify(me - base, seq, outcome.status());
     return outcome;
+  }
+
+  // Whether every rank of the node reads the other processes' memory (the
+  // direct form's condition), with the channels' words there for the
+  // readers' "done".
+  static bool readable_by_node(const node::Mailbox& box) {
+    if (box.shape().channel_slots == 0) return false;
+    for (std::size_t r = 0; r < box.shape().ranks; ++r)
+      if (!box.reads_directly(r)) return false;
+    return true;
+  }
+  // Whether the output this rank writes on the lean path leaves its input
+  // alone: another buffer, a broadcast's root in place (it writes nothing),
+  // an all-gather's input that is this rank's block of its output (written
+  // only from the input), or a reduce's rank other than the root.
+  bool writes_apart(const core::Request& req, const core::Geometry& g, std::size_t me) const {
+    if (!req.out || (req.kind == CollectiveKind::kReduce && me != req.root)) return true;
+    const std::size_t es = dtype_size(req.dtype);
+    const auto* out = static_cast<const std::byte*>(req.out->data);
+    const auto* in = static_cast<const std::byte*>(req.in.data);
+    const auto x = reinterpret_cast<std::uintptr_t>(out), y = reinterpret_cast<std::uintptr_t>(in);
+    const std::size_t out_bytes = req.out->count() * es, in_bytes = g.count * es;
+    if (out_bytes == 0 || in_bytes == 0 || x >= y + in_bytes || y >= x + out_bytes) return true;
+    if (req.kind == CollectiveKind::kBroadcast) return out == in;
+    if (req.kind == CollectiveKind::kAllGather) return in == out + me * g.count * es;
+    return false;
+  }
+  // A peer's direct record (its address and bytes, after its counts): taken
+  // when it has the record's size and a non-null address, with `sizes` then
+  // the bytes the input holds (checked against the plan by lean_fits).
+  bool direct_record(LeanScratch& k, std::size_t r, bool a2a) const {
+    const std::size_t counts = a2a ? world_ * sizeof(std::uint64_t) : 0;
+    if (k.sizes[r] != counts + kLeanAddress) return false;
+    std::uint64_t where[2] = {0, 0};
+    std::memcpy(where, k.inputs[r] + counts, kLeanAddress);
+    const auto size = checked_add(counts, static_cast<std::size_t>(where[1]));
+    if (where[0] == 0 || !size) return false;
+    k.address[r] = where[0];
+    k.sizes[r] = *size;
+    return true;
+  }
+  // The parts of the direct inputs that this rank's output needs, copied from
+  // their ranks' memory into k.read (at the offsets lean_run reads them at);
+  // k.inputs then points there.
+  Status read_direct(node::Mailbox& box, LeanScratch& k, std::size_t me, std::size_t base,
+                     Clock::time_point deadline) {
+    const LeanPlan& plan = k.plan;
+    const std::size_t es = dtype_size(plan.dtype);
+    const bool a2a = plan.kind == CollectiveKind::kAllToAllV;
+    const std::size_t counts = a2a ? world_ * sizeof(std::uint64_t) : 0;
+    const auto room = [](std::size_t n) { return (n + 63) / 64 * 64; };
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < world_; ++r)
+      if (r != me && k.address[r] != 0) total += room(k.sizes[r]);
+    if (k.read.size() < total) k.read.resize(total);
+    std::size_t at = 0;
+    for (std::size_t r = 0; r < world_; ++r) {
+      if (r == me || k.address[r] == 0) continue;
+      std::byte* region = k.read.data() + at;
+      at += room(k.sizes[r]);
+      const std::size_t data = k.sizes[r] - counts;
+      std::size_t off = 0, len = data;
+      switch (plan.kind) {
+        case CollectiveKind::kReduce:
+          if (me != plan.root) len = 0;
+          break;
+        case CollectiveKind::kReduceScatter: {
+          const core::Geometry g = core::geometry_of(plan.kind, plan.shape, plan.count);
+          const Range shard = ring::balanced_range(g.rows, world_, me, g.unit);
+          off = shard.offset * es;
+          len = shard.count * es;
+          break;
+        }
+        case CollectiveKind::kAllToAllV: {
+          const std::size_t row = plan.count * es;
+          std::size_t before = 0;
+          for (std::size_t d = 0; d < me; ++d) before += plan.rows[r * world_ + d];
+          off = before * row;
+          len = plan.rows[r * world_ + me] * row;
+          std::memcpy(region, k.inputs[r], counts);
+          break;
+        }
+        default: break;
+      }
+      if (off > data || len > data - off)
+        return Status(ErrorCode::kProtocolError,
+                      "the lean path: rank " + std::to_string(r) +
+                          "'s direct input holds fewer bytes than its collective needs");
+      if (len > 0)
+        RUCCL_TRY(box.read_from(r - base, me - base, k.address[r] + off, region + counts + off,
+                                len, deadline));
+      k.inputs[r] = region;
+    }
+    return Status::ok();
+  }
+  // A direct rank: until every other rank is done with its input.
+  static Status await_readers(node::Mailbox& box, LeanScratch& k, std::size_t me,
+                              std::uint64_t seq, CollectiveKind kind,
+                              Clock::time_point deadline) {
+    k.watch.clear();
+    for (std::size_t r = 0; r < box.shape().ranks; ++r)
+      if (r != me) k.watch.push_back(r);
+    const auto done = [&] {
+      for (const std::size_t r : k.watch)
+        if (!box.lean_released(me, r, seq)) return false;
+      return true;
+    };
+    return box.await(me, k.watch, deadline, done, [&] {
+      return "every rank of the node to be done with the input of rank " +
+             std::to_string(box.shape().first + me) + " of " + core::describe(seq, kind) +
+             " (the lean path's direct form)";
+    });
+  }
+  // After a failure on the lean path: a direct rank's input is withdrawn (no
+  // read of it starts after this, none is in progress), and the node hears.
+  std::optional<Result<core::RankOutcome>> lean_failed(node::Mailbox& box, std::size_t me,
+                                                       std::uint64_t seq, CollectiveKind kind,
+                                                       bool direct, const Status& why) {
+    if (direct)
+      for (std::size_t r = 0; r < box.shape().ranks; ++r)
+        if (r != me) box.withdraw(me, r);
+    box.notify(me, seq, why);
+    return Result<core::RankOutcome>(
+        why.with_context(core::describe(seq, kind) + ": the lean path (node shared memory)"));
   }
 
   void failed(std::size_t local, std::uint64_t seq, const Status& error) override {
@@ -862,6 +1038,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   // Which messages on the node's channels go as addresses (NodeRunOptions).
   const bool direct_all_;
   const std::size_t direct_copy_bytes_;
+  const std::size_t lean_direct_bytes_;
   const std::size_t per_process_;
   // RUCCL_FAULT, parsed once at creation; its drop/corrupt faults act through
   // faulty_, the executors' transports (one per local rank; empty: none).
@@ -885,12 +1062,6 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   };
   const std::size_t record_bytes_;  // of one fingerprint record (wire_words)
   std::vector<OneShot> one_shot_;   // per local rank
-  struct LeanScratch {
-    std::vector<LeanHeader> heads;
-    std::vector<const std::byte*> inputs;
-    std::vector<std::size_t> sizes;
-    LeanPlan plan;  // of the last lean collective (its vectors' room kept)
-  };
   std::vector<LeanScratch> lean_;  // per local rank
   // Receive buffers of reduction steps, kept across collectives (per local rank).
   std::vector<std::vector<transport::StagingBuffer>> staging_;

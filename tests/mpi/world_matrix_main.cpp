@@ -17,6 +17,8 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
+#include <algorithm>
 
 #include "bootstrap_world.hpp"
 #include "comm_factory.hpp"
@@ -72,6 +74,95 @@ TEST(WorldStrategies, SideBySideAlternatelyAndConcurrently) {
   });
   other.join();
   EXPECT_TRUE(f.empty()) << f.report();
+}
+
+// The lean path's direct form (Config::lean_direct_bytes): inputs that go
+// as addresses, read by every other rank straight from the owner's memory.
+// Every collective the lean path runs, at sizes on both sides of the
+// threshold, in place and not; each rank overwrites its input as soon as the
+// call returned, so a reader still at it after the owner's return (or a
+// wrong offset) shows in its result. Processes differ in their threshold
+// in the second round (a reader takes either form).
+TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
+  const std::size_t world = tested_factory().worlds({}).front();
+  const char* env_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const std::size_t process = env_rank ? std::strtoul(env_rank, nullptr, 10) : 0;
+  for (const std::size_t threshold : {std::size_t{1}, process % 2 == 0 ? std::size_t{0} : 1}) {
+    auto comm = tested_factory().make_comm(
+        world, test_config(world).with_lean_direct_bytes(threshold));
+    Failures f;
+    run_local_ranks(*comm, f, [&](std::size_t rank) {
+      const DeviceId dev = tested_backend().device(rank);
+      const auto w = static_cast<float>(world);
+      for (const std::size_t n : {std::size_t{1}, std::size_t{1025}, std::size_t{4099}}) {
+        const auto value = [&](std::size_t r, std::size_t i) {
+          return static_cast<float>(r * 1000 + i % 97);
+        };
+        std::vector<float> in(n), out(n * world);
+        const auto fill = [&] {
+          for (std::size_t i = 0; i < n; ++i) in[i] = value(rank, i);
+        };
+        const auto spoil = [&](std::vector<float>& v) { std::fill(v.begin(), v.end(), -7.0f); };
+        for (int round = 0; round < 3; ++round) {
+          // all-reduce, out of place then in place
+          for (const bool in_place : {false, true}) {
+            fill();
+            std::vector<float>& dst = in_place ? in : out;
+            Status s = comm->all_reduce_into(rank, TensorView::of(in.data(), DataType::kF32, n, dev),
+                                             TensorView::of(dst.data(), DataType::kF32, n, dev),
+                                             ReduceOp::kSum);
+            std::vector<float> got(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(n));
+            spoil(in);
+            bool ok = s.is_ok();
+            for (std::size_t i = 0; i < n && ok; ++i)
+              ok = got[i] == 1000.0f * w * (w - 1) / 2 + w * static_cast<float>(i % 97);
+            RANK_CHECK(f, rank, ok, "all_reduce n=" << n << " in_place=" << in_place << ": "
+                                                    << describe(s));
+          }
+          // reduce to the last rank
+          fill();
+          spoil(out);
+          Status s = comm->reduce_into(rank, TensorView::of(in.data(), DataType::kF32, n, dev),
+                                       TensorView::of(out.data(), DataType::kF32, n, dev),
+                                       ReduceOp::kSum, world - 1);
+          spoil(in);
+          bool ok = s.is_ok();
+          for (std::size_t i = 0; i < n && ok && rank == world - 1; ++i)
+            ok = out[i] == 1000.0f * w * (w - 1) / 2 + w * static_cast<float>(i % 97);
+          RANK_CHECK(f, rank, ok, "reduce n=" << n << ": " << describe(s));
+          // broadcast from rank 1 % world, the root in place
+          const std::size_t root = 1 % world;
+          fill();
+          spoil(out);
+          std::vector<float>& bdst = rank == root ? in : out;
+          const TensorView bin = TensorView::of(in.data(), DataType::kF32, n, dev);
+          s = comm->broadcast_into(rank, rank == root ? &bin : nullptr,
+                                   TensorView::of(bdst.data(), DataType::kF32, n, dev));
+          std::vector<float> bgot(bdst.begin(), bdst.begin() + static_cast<std::ptrdiff_t>(n));
+          spoil(in);
+          ok = s.is_ok();
+          for (std::size_t i = 0; i < n && ok; ++i) ok = bgot[i] == value(root, i);
+          RANK_CHECK(f, rank, ok, "broadcast n=" << n << ": " << describe(s));
+          // all-gather, out of place then in place (the input is this rank's block)
+          for (const bool in_place : {false, true}) {
+            spoil(out);
+            float* src = in_place ? out.data() + rank * n : in.data();
+            for (std::size_t i = 0; i < n; ++i) src[i] = value(rank, i);
+            s = comm->all_gather_into(rank, TensorView::of(src, DataType::kF32, n, dev),
+                                      TensorView::of(out.data(), DataType::kF32, n * world, dev));
+            std::vector<float> got = out;
+            if (!in_place) spoil(in);
+            ok = s.is_ok();
+            for (std::size_t r = 0; r < world && ok; ++r)
+              for (std::size_t i = 0; i < n && ok; ++i) ok = got[r * n + i] == value(r, i);
+            RANK_CHECK(f, rank, ok, "all_gather n=" << n << " in_place=" << in_place << ": "
+                                                    << describe(s));
+          }
+        }
+      }
+    });
+    EXPECT_TRUE(f.empty()) << "threshold " << threshold << ": " << f.report();
+  }
 }
 
 }  // namespace

@@ -167,6 +167,16 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
     at.bytes = cap + 1;
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
+    // In the direct form up to the slot (from its threshold on).
+    at.lean_direct = cap + 1;
+    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+    at.bytes = kLean;
+    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+    at.bytes = kLean + 1;
+    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
+    at.bytes = cap + 1;
+    at.lean_direct = cap + 2;  // below the threshold: copies, past the cap
+    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
   }
   // RUCCL_LEAN_BYTES lowers the threshold; 0 turns the lean path off.
   const Config lower = Config().with_lean_bytes(1024);
