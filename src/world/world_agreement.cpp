@@ -867,17 +867,22 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         };
       return o;
     };
+    // The node's channels carry this collective's data, unless drop and
+    // corrupt faults model the wire (they keep UCX) or UCX moves the device
+    // buffers itself (CUDA IPC).
+    const bool channels_carry = faulty_.empty() && (adapter.kind() == DeviceKind::kHost ||
+                                                    !transports_[local]->supports(
+                                                        transport::MemoryType::kCuda));
+    // Options of a NodeRun over the group of node ranks peer_base + g * stride.
+    const auto node_options = [&](std::size_t peer_base, std::size_t peer_stride) {
+      return NodeRunOptions{seq,  elements,         timeout,     peer_base, peer_stride,
+                            kind, &scratch_[local], direct_all_, direct_copy_bytes_};
+    };
     // Every rank on this node: the data goes through the node's channels
-    // (NodeRun), not UCX. Drop and corrupt faults model
-    // the wire: they keep UCX.
-    // Device buffers that UCX moves itself (CUDA IPC) keep UCX.
-    if (node_agreement() && mailbox_->shape().channel_slots > 0 && faulty_.empty() &&
-        (adapter.kind() == DeviceKind::kHost ||
-         !transports_[local]->supports(transport::MemoryType::kCuda))) {
+    // (NodeRun), not UCX.
+    if (node_agreement() && mailbox_->shape().channel_slots > 0 && channels_carry) {
       const bool across = algorithm == core::Algorithm::kHierarchical;
-      NodeRunOptions o{
-          seq,  elements,         timeout,     across ? local : 0, across ? per_process_ : 1,
-          kind, &scratch_[local], direct_all_, direct_copy_bytes_};
+      const NodeRunOptions o = node_options(across ? local : 0, across ? per_process_ : 1);
       if (logger_.enabled(LogLevel::kTrace))
         logger_.log(LogLevel::kTrace, first_ + local,
                     "collective #" + std::to_string(seq) +
@@ -898,13 +903,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // A world spanning nodes: the node level through the node's channels
     // (the processes of this node with this local index), then the ring
     // across nodes over UCX (the ranks with this rank's index on its node).
-    if (algorithm == core::Algorithm::kHierarchical && node_level_ && faulty_.empty() &&
-        (adapter.kind() == DeviceKind::kHost ||
-         !transports_[local]->supports(transport::MemoryType::kCuda))) {
+    if (algorithm == core::Algorithm::kHierarchical && node_level_ && channels_carry) {
       const node::MailboxShape& shape = mailbox_->shape();
       const std::size_t node_rank = first_ + local - shape.first;
-      NodeRunOptions o{seq,  elements,         timeout,     shape.first + local, per_process_,
-                       kind, &scratch_[local], direct_all_, direct_copy_bytes_};
+      const NodeRunOptions o = node_options(shape.first + local, per_process_);
       if (logger_.enabled(LogLevel::kTrace))
         logger_.log(LogLevel::kTrace, first_ + local,
                     "collective #" + std::to_string(seq) + ": node level through the node's " +
