@@ -508,6 +508,7 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
     st.max_us.assign(slots, std::vector<double>(iters, 0.0));
     for (std::size_t it = 0; it < warmup + iters; ++it) {
       for (std::size_t l = 0; l < lanes; ++l) {
+        if (options_.fresh_inputs) model.fill_input(rank, input_at(st, rank));
         if (world_) {
           if (!agree(l, st, rank, &st.token_in, &st.token_out, DataType::kI32, 1, ReduceOp::kMax))
             return;
@@ -541,6 +542,7 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
       for (std::size_t l = lanes; l < slots; ++l) {
         if (!active[l]) continue;
         Peer& peer = *peers_[l - lanes];
+        if (options_.fresh_inputs) model.fill_input(rank, input_at(st, rank));
         Status s = peer.barrier();
         const auto t0 = std::chrono::steady_clock::now();
         if (s) s = peer.call();

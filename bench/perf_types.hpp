@@ -53,6 +53,10 @@ struct Options {
   std::size_t iters = 20;
   std::size_t warmup = 5;
   bool check = true;
+  // --fresh-inputs: every rank writes its input anew before each call (ruccl's
+  // and each peer's, untimed), as a training step's new gradients are: a
+  // reader then finds none of it in its own cache from the call before.
+  bool fresh_inputs = false;
   DataType dtype = DataType::kF32;
   std::vector<ReduceOp> ops{ReduceOp::kSum};
   std::size_t root = 0;

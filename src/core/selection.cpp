@@ -196,7 +196,10 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
                                    : call.kind == CollectiveKind::kAllGather
                                        ? kNodeMailboxAllGatherBytes
                                        : SIZE_MAX;
-      if (call.bytes > copy_cap && (call.lean_direct == 0 || call.bytes < call.lean_direct))
+      const std::size_t direct_cap =
+          call.kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherDirectBytes : SIZE_MAX;
+      if (call.bytes > copy_cap &&
+          (call.lean_direct == 0 || call.bytes < call.lean_direct || call.bytes > direct_cap))
         return false;
       return topo.node_mailbox && call.lean_offer && kind && topo.host_buffers && topo.world >= 2 &&
              call.bytes <= call.fused_capacity && call.bytes <= call.budget / held &&

@@ -101,14 +101,17 @@ inline constexpr std::size_t kNodeMailboxTotalBytes = std::size_t{256} << 10;
 // (broadcast of 32-64 KiB: 4.8-6.9 / 4.0-5.4 us out-of-place / in-place
 // against the lean path's 5.6-11.3 / 8.0-16.7; all-gather of 16-32 KiB per
 // rank in place: 3.7-4.5 us against 6.3-11.6).
-// That holds only where the lean path's inputs are copied through the slots:
-// in the direct form (each reader copies the input straight from the
-// sender's memory) the lean path was faster up to kNodeMailboxBytes
-// (broadcast of 32 KiB: 3.6 / 3.4-3.7 us against the channels' 6.7-6.9 /
-// 5.9-6.0; all-gather of 32-64 KiB in all: 2.2-4.2 us against 4.2-9.1), so
-// from there the rows need the direct form (CallShape::lean_direct).
+// That holds where the lean path's inputs are copied through the slots; in
+// the direct form (each reader copies the input straight from the sender's
+// memory, CallShape::lean_direct) the lean path was faster for a broadcast up
+// to kNodeMailboxBytes and an all-gather up to 32 KiB per rank, with the
+// inputs written anew before each call (np=2, out-of-place / in-place:
+// broadcast of 32 / 64 KiB 5.0-5.1 / 8.8-9.2 us out of place against the
+// channels' 10.3-11.3 / 15.9-18.5; all-gather of 32 KiB per rank in place
+// 5.5-6.1 against 7.6-8.1, of 64 KiB 13.6-15.5 out of place against 10.8-11.7).
 inline constexpr std::size_t kNodeMailboxBroadcastBytes = std::size_t{16} << 10;
 inline constexpr std::size_t kNodeMailboxAllGatherBytes = std::size_t{8} << 10;
+inline constexpr std::size_t kNodeMailboxAllGatherDirectBytes = std::size_t{32} << 10;
 
 struct SelectionRule {
   CollectiveKind kind = CollectiveKind::kAllReduce;

@@ -113,20 +113,26 @@ bool allreduce_loop(Communicator& comm, std::size_t local, const Options& opt) {
   const std::size_t rank = comm.first_rank() + local;
   const std::uint64_t iters = opt.args.size() > 0 ? std::strtoull(opt.args[0].c_str(), nullptr, 10) : 100000;
   const std::size_t count = opt.args.size() > 1 ? std::strtoull(opt.args[1].c_str(), nullptr, 10) : (1u << 20);
-  std::vector<float> data(count, 1.0f), out(count);
+  // RUCCL_FAULT_GATHER=1: all-gathers instead (every element 1 either way),
+  // the lean path's direct form for copies.
+  const char* gather_env = std::getenv("RUCCL_FAULT_GATHER");
+  const bool gather = gather_env != nullptr && std::string(gather_env) == "1";
+  const std::size_t out_count = gather ? count * comm.world_size() : count;
+  std::vector<float> data(count, 1.0f), out(out_count);
   const DeviceId dev = comm.devices()[local];
   const TensorView in = TensorView::of(data.data(), DataType::kF32, count, dev);
-  const TensorView ov = TensorView::of(out.data(), DataType::kF32, count, dev);
-  const float want = float(comm.world_size());
+  const TensorView ov = TensorView::of(out.data(), DataType::kF32, out_count, dev);
+  const float want = gather ? 1.0f : float(comm.world_size());
   auto last_ok = Clock::now();
   for (std::uint64_t i = 0; i < iters; ++i) {
     const std::uint64_t seq = comm.next_sequence(rank);
-    Status s = comm.all_reduce_into(rank, in, ov, ReduceOp::kSum);
+    Status s = gather ? comm.all_gather_into(rank, in, ov)
+                      : comm.all_reduce_into(rank, in, ov, ReduceOp::kSum);
     if (!s) {
       print_result(rank, s, ms_since(last_ok), seq, i);
       return true;
     }
-    if (out[0] != want || out[count - 1] != want) {
+    if (out[0] != want || out[out_count - 1] != want) {
       print_result(rank, Status(ErrorCode::kInternal, "wrong all-reduce result"), 0, seq, i);
       return true;
     }

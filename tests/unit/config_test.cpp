@@ -18,7 +18,7 @@ constexpr const char* kVars[] = {
     "RUCCL_TIMEOUT",  "RUCCL_MAX_CHUNK_BYTES", "RUCCL_SEGMENT_BYTES",
     "RUCCL_ALGO",     "RUCCL_LOCAL_ALGO",      "RUCCL_NUM_DEVICES",
     "RUCCL_FAULT",    "RUCCL_FLIGHT_RECORDER", "RUCCL_FLIGHT_RECORDER_SIGNAL",
-    "RUCCL_CHECKSUM", "RUCCL_LEAN_BYTES"};
+    "RUCCL_CHECKSUM", "RUCCL_LEAN_BYTES",      "RUCCL_LEAN_DIRECT_BYTES"};
 
 // Clears every RUCCL_* variable before and after each test.
 class ConfigEnv : public ::testing::Test {
@@ -87,6 +87,23 @@ TEST_F(ConfigEnv, LeanBytes) {
   EXPECT_EQ(big.code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(contains(big.message(), "RUCCL_LEAN_BYTES")) << big.message();
   EXPECT_TRUE(contains(Config().difference(Config().with_lean_bytes(8)), "lean_bytes"));
+}
+
+// Processes may differ in it (a reader takes either form): not compared.
+TEST_F(ConfigEnv, LeanDirectBytes) {
+  EXPECT_EQ(Config().lean_direct_bytes(), Config::kDefaultLeanDirectBytes);
+  set("RUCCL_LEAN_DIRECT_BYTES", "16k");
+  auto c = Config::from_env();
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->lean_direct_bytes(), 16384u);
+  set("RUCCL_LEAN_DIRECT_BYTES", "0");
+  ASSERT_TRUE(Config::from_env().is_ok());
+  EXPECT_EQ(Config::from_env()->lean_direct_bytes(), 0u);
+  set("RUCCL_LEAN_DIRECT_BYTES", "lots");
+  const Status bad = Config::from_env().status();
+  EXPECT_EQ(bad.code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(contains(bad.message(), "RUCCL_LEAN_DIRECT_BYTES")) << bad.message();
+  EXPECT_EQ(Config().difference(Config().with_lean_direct_bytes(8)), "");
 }
 
 TEST(Config, FaultPlanAndFlightRecorder) {

@@ -170,9 +170,11 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
     // In the direct form up to the slot (from its threshold on).
     at.lean_direct = cap + 1;
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
-    at.bytes = kLean;
+    const std::size_t direct_cap =
+        kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherDirectBytes : kLean;
+    at.bytes = direct_cap;
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
-    at.bytes = kLean + 1;
+    at.bytes = direct_cap + 1;
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
     at.bytes = cap + 1;
     at.lean_direct = cap + 2;  // below the threshold: copies, past the cap
