@@ -118,7 +118,7 @@ void NodeRun::withdraw_offered() noexcept {
   }
 }
 
-Result<bool> NodeRun::push(Stream& s) {
+Result<bool> NodeRun::push(Stream& s, Combine combine) {
   const std::size_t es = dtype_size(work_.dtype);
   const Queue queue = work_.ranks[local_].queue();
   bool moved = false;
@@ -126,7 +126,7 @@ Result<bool> NodeRun::push(Stream& s) {
     const std::uint64_t piece = box_.written(me_, s.node_peer);
     if (!box_.writable(me_, s.node_peer, piece)) break;
     const Transfer& t = *s.messages[s.at];
-    const std::size_t n = std::min(piece_elements_, t.src.count - s.done);
+    const std::size_t n = std::min(piece_of(t.src.count, combine), t.src.count - s.done);
     auto r = core::resolve(work_, Transfer{t.peer, Range{t.src.offset + s.done, n}, 0, t.source},
                            Combine::kCopy, local_, core::kElsewhere);
     RUCCL_TRY(r);
@@ -152,7 +152,7 @@ Result<bool> NodeRun::pull(Stream& s, Combine combine) {
   bool moved = false;
   while (s.at < s.messages.size()) {
     const Transfer& t = *s.messages[s.at];
-    const std::size_t n = std::min(piece_elements_, t.src.count - s.done);
+    const std::size_t n = std::min(piece_of(t.src.count, combine), t.src.count - s.done);
     const std::uint64_t piece = box_.consumed(s.node_peer, me_);
     auto got = box_.readable(s.node_peer, me_, piece, n * es, stamp(s));
     RUCCL_TRY(got);
@@ -218,7 +218,7 @@ Status NodeRun::run(Combine combine, std::chrono::steady_clock::time_point deadl
   for (;;) {
     bool moved = false, done = true;
     for (std::size_t i = 0; i < outs_used_; ++i) {
-      auto m = push(outs_[i]);
+      auto m = push(outs_[i], combine);
       RUCCL_TRY(m);
       moved = moved || m.value();
       done = done && outs_[i].at == outs_[i].messages.size();

@@ -103,7 +103,20 @@ class NodeRun final : public ring::RankRun {
   std::uint64_t stamp(const Stream& s) const {
     return options_.seq << 32 | std::uint64_t{step_} << 16 | (s.at & 0xffff);
   }
-  Result<bool> push(Stream& s);                   // pieces out while slots are free
+  // The piece a message of `count` elements is cut into, alike on both
+  // sides: channel_piece, but a reduction's message into at least
+  // kMinPieces pieces of at least kMinPieceBytes, so that the receiver
+  // reduces one piece while the sender copies the next (np=2 reduce of 256
+  // KiB, one piece before: the two copies ran one after the other).
+  static constexpr std::size_t kMinPieces = 4;
+  static constexpr std::size_t kMinPieceBytes = std::size_t{16} << 10;
+  std::size_t piece_of(std::size_t count, Combine combine) const {
+    if (combine == Combine::kCopy) return piece_elements_;
+    const std::size_t floor = std::max<std::size_t>(1, kMinPieceBytes / dtype_size(work_.dtype));
+    const std::size_t quarter = (count + kMinPieces - 1) / kMinPieces;
+    return std::min(piece_elements_, std::max(floor, quarter));
+  }
+  Result<bool> push(Stream& s, Combine combine);  // pieces out while slots are free
   Result<bool> pull(Stream& s, Combine combine);  // pieces in while published
   bool ready() const;                             // a push or pull could progress
   bool drained() const;                           // every address-piece of the step released
