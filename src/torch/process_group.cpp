@@ -82,13 +82,35 @@ class C10dStore final : public bootstrap::KeyValueStore {
 // its result and its future's value.
 class RucclWork final : public c10d::Work {
  public:
-  RucclWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+  RucclWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+            std::shared_ptr<Communicator> comm, const char* op)
       : c10d::Work(rank, type),
+        comm_(std::move(comm)),
+        op_(op),
         outputs_(std::move(outputs)),
         future_(c10::make_intrusive<c10::ivalue::Future>(
             c10::ListType::create(c10::TensorType::get()))) {}
 
   std::vector<at::Tensor> result() override { return outputs_; }
+
+  // wait(timeout): when the op has not completed by then, the communicator is
+  // aborted (ruccl's abort reaches every rank of it, and every group sharing
+  // its transports: one failure domain), the op ends with that error, and it
+  // is thrown here; the op's tensors are no longer in use when it is. Gloo
+  // would throw "Operation timed out!" with the op still running.
+  bool wait(std::chrono::milliseconds timeout) override {
+    if (timeout != ::kNoTimeout) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!cv_.wait_for(lock, timeout, [&] { return completed_; })) {
+        lock.unlock();
+        comm_->abort("Work.wait(timeout=" + std::to_string(timeout.count()) + " ms) of " + op_ +
+                     " on rank " + std::to_string(rank_) + " ran out");
+      }
+    }
+    return c10d::Work::wait(::kNoTimeout);
+  }
+  // Work.abort(): the communicator, as above; the op ends with kAborted.
+  void abort() override { comm_->abort(std::string("Work.abort() of ") + op_); }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
   // On the worker; never throws (the future's callbacks run here, as Gloo's do,
@@ -109,6 +131,8 @@ class RucclWork final : public c10d::Work {
   }
 
  private:
+  std::shared_ptr<Communicator> comm_;
+  std::string op_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
@@ -453,7 +477,7 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> post(c10d::OpType type, const char* op,
                                       std::vector<at::Tensor> outputs,
                                       std::function<Status()> body) {
-    auto work = c10::make_intrusive<RucclWork>(getRank(), type, std::move(outputs));
+    auto work = c10::make_intrusive<RucclWork>(getRank(), type, std::move(outputs), comm_, op);
     ++in_flight_;
     worker_->post([this, work, op, body = std::move(body)](bool run) noexcept {
       const Status s = !run ? Status(ErrorCode::kAborted, "the process group was destroyed first")

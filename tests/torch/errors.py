@@ -6,7 +6,11 @@
    not a hang; the group works again afterwards;
  - a rank that never calls: Timeout on the others after the group's timeout
    (new_group(timeout=...) is ruccl's Config deadline);
- - what ruccl cannot reduce (int16): an error at the call, on the caller.
+ - what ruccl cannot reduce (int16): an error at the call, on the caller;
+ - Work.wait(timeout) that runs out (the other ranks never call): the
+   communicator is aborted, on every rank, and wait() raises ruccl's Aborted
+   naming the op; last, since the abort ends every group over the same
+   transports.
 """
 import datetime
 import time
@@ -75,5 +79,31 @@ except RuntimeError as e:
 t = torch.ones(3)
 dist.all_reduce(t)
 check.equal("all_reduce at the end", t, torch.full((3,), float(size)))
+
+# Work.wait(timeout): rank 0 alone; after 1 s its wait aborts the communicator.
+dist.barrier(group=gloo)
+if rank == 0:
+    work = dist.all_reduce(torch.ones(4), async_op=True)
+    t0 = time.monotonic()
+    try:
+        work.wait(timeout=datetime.timedelta(seconds=1))
+        check.true("a wait(timeout) without the other ranks completed", False)
+    except RuntimeError as e:
+        took = time.monotonic() - t0
+        check.true(f"Aborted and the op in the message: {e}",
+                   "Aborted" in str(e) and "Work.wait(timeout=1000 ms) of allreduce" in str(e))
+        check.true(f"wait(timeout=1 s) raised after {took:.1f} s (group timeout 60 s)",
+                   0.9 < took < 10)
+    check.true("the timed-out Work is completed", work.is_completed())
+dist.barrier(group=gloo)
+if rank != 0:
+    # The abort reached this rank too: its next collective fails at once.
+    t0 = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(4))
+        check.true("a collective after the abort completed", False)
+    except RuntimeError as e:
+        check.true(f"Aborted after rank 0's abort: {e}", "Aborted" in str(e))
+        check.true("failed at once", time.monotonic() - t0 < 5)
 dist.destroy_process_group()
 check.finish(f"errors np={size}")
