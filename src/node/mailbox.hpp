@@ -21,6 +21,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "node/segment.hpp"
@@ -107,6 +109,9 @@ class Mailbox {
   ~Mailbox() = default;
 
   const MailboxShape& shape() const { return shape_; }
+  // Whether the node's ranks outnumber its online CPUs (they then take turns
+  // on the cores: every hand-off between them costs a switch).
+  bool oversubscribed() const { return oversubscribed_; }
   void close_segment_fd() { segment_.close_fd(); }
   // The slot of node rank `rank` for collective `seq` on `lane`: the lane's
   // capacity (slot_bytes, lean_bytes) to write.
@@ -190,7 +195,11 @@ class Mailbox {
 
  private:
   Mailbox(Segment segment, const MailboxShape& shape, const std::atomic<bool>* abort)
-      : segment_(std::move(segment)), shape_(shape), layout_(layout_of(shape)), abort_(abort) {}
+      : segment_(std::move(segment)),
+        shape_(shape),
+        layout_(layout_of(shape)),
+        abort_(abort),
+        oversubscribed_(shape.ranks > std::max(1u, std::thread::hardware_concurrency())) {}
   std::byte* at(std::size_t offset) const { return segment_.data() + offset; }
   std::byte* slot_at(std::size_t rank, std::uint64_t seq, Lane lane) const;
   // The first notice posted (the mailbox's lasting error); ok if none.
@@ -213,6 +222,7 @@ class Mailbox {
   MailboxShape shape_;
   SegmentLayout layout_;  // of shape_, computed once: every slot and wait reads it
   const std::atomic<bool>* abort_ = nullptr;
+  bool oversubscribed_ = false;
   std::size_t process_ = 0;       // this process's index on the node
   std::vector<UniqueFd> pidfds_;  // per process of the node (-1: this one, or none)
   std::vector<pid_t> pids_;
