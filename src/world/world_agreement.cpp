@@ -278,10 +278,9 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
       for (std::size_t r = 0; r < world; ++r) copy_to(d + r * n * es, inputs[r], n * es);
       break;
     default: {
-      // In rank order, from rank 0's input: the same bits on every rank. (An
-      // in-place caller's buffer is its input: its copy is in its slot.)
-      // The first two inputs in one pass (no copy first); an output that is
-      // rank 0's input (in place) is the kernel's first operand, as allowed.
+      // In rank order, from rank 0's input: the same bits on every rank, the
+      // first two inputs in one pass. (An in-place caller's buffer is its
+      // input: its copy is in its slot, reductions having no direct form.)
       const std::size_t at = shard.offset * es, count = shard.count;
       RUCCL_TRY(host::reduce(plan.dtype, plan.op, d, inputs[0] + at, inputs[1] + at, count));
       for (std::size_t r = 2; r < world; ++r)
