@@ -47,7 +47,8 @@ void print_usage(std::FILE* to) {
   std::string peers;
   for (const std::string& p : available_peers()) peers += (peers.empty() ? "" : ", ") + p;
   if (peers.empty()) peers = "none in this build";
-  std::fprintf(to,
+  std::fprintf(
+      to,
       "usage: ruccl-perf [options]                              (in-process)\n"
       "       mpirun -np P ruccl-perf --world [--devices-per-process D]\n"
       "                  [--algo hierarchical|flat_ring|both] [--peers LIST] [options]  (world)\n"
@@ -178,6 +179,8 @@ std::vector<Flag> make_flags(Options& o, bool& help) {
       return std::nullopt;
     };
   };
+  // One flag per line, as the usage text lists them.
+  // clang-format off
   return {
       {0, {"op-kind", "coll"}, true, [&o](std::string_view v) -> std::optional<std::string> {
          if (v == "all") {
@@ -262,6 +265,7 @@ std::vector<Flag> make_flags(Options& o, bool& help) {
       {0, {"no-memcpy"}, false, [&o](std::string_view) { o.memcpy_baseline = false; return std::optional<std::string>(); }},
       {'h', {"help"}, false, [&help](std::string_view) { help = true; return std::optional<std::string>(); }},
   };
+  // clang-format on
 }
 
 // Accepts -x VALUE, -xVALUE, --name VALUE and --name=VALUE.

@@ -336,8 +336,9 @@ std::optional<Result<core::RankOutcome>> Communicator::Impl::try_lean(Call& c) {
   if (!topology.node_mailbox || !c.geometry.is_ok() || c.faults.adapter || c.faults.in_steps() ||
       c.faults.oom_at("run"))
     return std::nullopt;
-  const core::CallShape offer{c.req.kind, c.bytes, c.req.max_chunk_bytes, remote->lean_capacity(),
-                              true,       true,    remote->lean_direct_bytes()};
+  const core::CallShape offer{
+      c.req.kind, c.bytes, c.req.max_chunk_bytes,      remote->lean_capacity(),
+      true,       true,    remote->lean_direct_bytes()};
   if (core::choose_algorithm(offer, topology, algorithms) != core::Algorithm::kNodeMailbox)
     return std::nullopt;
   auto lean = remote->lean(c.local, c.seq, c.req, c.geometry.value(), *adapter, devices[c.local],

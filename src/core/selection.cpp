@@ -159,7 +159,8 @@ AlgorithmTable make_table(const Config& config) {
     if (hierarchical && config.lean_bytes() > 0) {
       // (Broadcast and all-gather past their copy caps only in the direct
       // form: feasible.)
-      add(t, kind, Algorithm::kNodeMailbox, 0, std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
+      add(t, kind, Algorithm::kNodeMailbox, 0,
+          std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
     }
     if (kind == CollectiveKind::kAllReduce) {
       if (one_shot > 0) add(t, kind, Algorithm::kOneShot, 0, one_shot_end);
@@ -192,10 +193,10 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
           call.kind == CollectiveKind::kBroadcast || call.kind == CollectiveKind::kAllGather ||
           call.kind == CollectiveKind::kReduceScatter || call.kind == CollectiveKind::kAllToAllV;
       const std::size_t held = call.kind == CollectiveKind::kBroadcast ? 1 : topo.world - 1;
-      const std::size_t copy_cap = call.kind == CollectiveKind::kBroadcast ? kNodeMailboxBroadcastBytes
-                                   : call.kind == CollectiveKind::kAllGather
-                                       ? kNodeMailboxAllGatherBytes
-                                       : SIZE_MAX;
+      const std::size_t copy_cap =
+          call.kind == CollectiveKind::kBroadcast   ? kNodeMailboxBroadcastBytes
+          : call.kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherBytes
+                                                    : SIZE_MAX;
       const std::size_t direct_cap =
           call.kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherDirectBytes : SIZE_MAX;
       if (call.bytes > copy_cap &&

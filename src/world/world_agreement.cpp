@@ -296,7 +296,7 @@ struct LeanScratch {
   std::vector<LeanHeader> heads;
   std::vector<const std::byte*> inputs;
   std::vector<std::size_t> sizes;
-  LeanPlan plan;  // of the last lean collective (its vectors' room kept)
+  LeanPlan plan;                       // of the last lean collective (its vectors' room kept)
   std::vector<std::uint64_t> address;  // a direct rank's input (0: in its slot)
   std::vector<std::byte> read;         // the direct inputs' parts this rank read
   std::vector<std::size_t> watch;      // the node's other ranks (await_readers)
@@ -623,8 +623,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // reduce of 8-64 KiB measured no faster, at 8-16 KiB slower). Not where
     // this rank's output overwrites its input (in place): the readers would
     // race its writes, and waiting for them first was slower.
-    const bool copies = req.kind == CollectiveKind::kBroadcast ||
-                        req.kind == CollectiveKind::kAllGather || a2a;
+    const bool copies =
+        req.kind == CollectiveKind::kBroadcast || req.kind == CollectiveKind::kAllGather || a2a;
     const bool direct = copies && data > 0 && lean_direct_bytes_ > 0 &&
                         data >= lean_direct_bytes_ && writes_apart(req, geometry, me) &&
                         readable_by_node(box);
@@ -664,8 +664,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       if (r == me) {
         k.heads[r] = head;
         // (An all-to-all-v's counts stay in the slot; its own rows are the input.)
-        k.inputs[r] = direct && !a2a ? static_cast<const std::byte*>(req.in.data)
-                                     : slot.data() + kLeanHeader;
+        k.inputs[r] =
+            direct && !a2a ? static_cast<const std::byte*>(req.in.data) : slot.data() + kLeanHeader;
         k.sizes[r] = bytes;
         continue;
       }
@@ -789,16 +789,15 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                       "the lean path: rank " + std::to_string(r) +
                           "'s direct input holds fewer bytes than its collective needs");
       if (len > 0)
-        RUCCL_TRY(box.read_from(r - base, me - base, k.address[r] + off, region + counts + off,
-                                len, deadline));
+        RUCCL_TRY(box.read_from(r - base, me - base, k.address[r] + off, region + counts + off, len,
+                                deadline));
       k.inputs[r] = region;
     }
     return Status::ok();
   }
   // A direct rank: until every other rank is done with its input.
-  static Status await_readers(node::Mailbox& box, LeanScratch& k, std::size_t me,
-                              std::uint64_t seq, CollectiveKind kind,
-                              Clock::time_point deadline) {
+  static Status await_readers(node::Mailbox& box, LeanScratch& k, std::size_t me, std::uint64_t seq,
+                              CollectiveKind kind, Clock::time_point deadline) {
     k.watch.clear();
     for (std::size_t r = 0; r < box.shape().ranks; ++r)
       if (r != me) k.watch.push_back(r);
@@ -876,12 +875,12 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // The node's channels carry this collective's data, unless drop and
     // corrupt faults model the wire (they keep UCX) or UCX moves the device
     // buffers itself (CUDA IPC).
-    const bool channels_carry = faulty_.empty() && (adapter.kind() == DeviceKind::kHost ||
-                                                    !transports_[local]->supports(
-                                                        transport::MemoryType::kCuda));
+    const bool channels_carry =
+        faulty_.empty() && (adapter.kind() == DeviceKind::kHost ||
+                            !transports_[local]->supports(transport::MemoryType::kCuda));
     // Options of a NodeRun over the group of node ranks peer_base + g * stride.
     const auto node_options = [&](std::size_t peer_base, std::size_t peer_stride) {
-      return NodeRunOptions{seq,  elements,         timeout,     peer_base, peer_stride,
+      return NodeRunOptions{seq,  elements,         timeout,     peer_base,         peer_stride,
                             kind, &scratch_[local], direct_all_, direct_copy_bytes_};
     };
     // Every rank on this node: the data goes through the node's channels
@@ -1070,7 +1069,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   };
   const std::size_t record_bytes_;  // of one fingerprint record (wire_words)
   std::vector<OneShot> one_shot_;   // per local rank
-  std::vector<LeanScratch> lean_;  // per local rank
+  std::vector<LeanScratch> lean_;   // per local rank
   // Receive buffers of reduction steps, kept across collectives (per local rank).
   std::vector<std::vector<transport::StagingBuffer>> staging_;
   std::vector<std::vector<std::byte>> scratch_;  // NodeRun's, per local rank

@@ -12,13 +12,13 @@
 // strategies side by side, alternately and concurrently.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
-#include <algorithm>
 
 #include "bootstrap_world.hpp"
 #include "comm_factory.hpp"
@@ -88,8 +88,8 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
   const char* env_rank = std::getenv("OMPI_COMM_WORLD_RANK");
   const std::size_t process = env_rank ? std::strtoul(env_rank, nullptr, 10) : 0;
   for (const std::size_t threshold : {std::size_t{1}, process % 2 == 0 ? std::size_t{0} : 1}) {
-    auto comm = tested_factory().make_comm(
-        world, test_config(world).with_lean_direct_bytes(threshold));
+    auto comm =
+        tested_factory().make_comm(world, test_config(world).with_lean_direct_bytes(threshold));
     Failures f;
     run_local_ranks(*comm, f, [&](std::size_t rank) {
       const DeviceId dev = tested_backend().device(rank);
@@ -108,16 +108,17 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
           for (const bool in_place : {false, true}) {
             fill();
             std::vector<float>& dst = in_place ? in : out;
-            Status s = comm->all_reduce_into(rank, TensorView::of(in.data(), DataType::kF32, n, dev),
-                                             TensorView::of(dst.data(), DataType::kF32, n, dev),
-                                             ReduceOp::kSum);
+            Status s =
+                comm->all_reduce_into(rank, TensorView::of(in.data(), DataType::kF32, n, dev),
+                                      TensorView::of(dst.data(), DataType::kF32, n, dev),
+                                      ReduceOp::kSum);
             std::vector<float> got(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(n));
             spoil(in);
             bool ok = s.is_ok();
             for (std::size_t i = 0; i < n && ok; ++i)
               ok = got[i] == 1000.0f * w * (w - 1) / 2 + w * static_cast<float>(i % 97);
-            RANK_CHECK(f, rank, ok, "all_reduce n=" << n << " in_place=" << in_place << ": "
-                                                    << describe(s));
+            RANK_CHECK(f, rank, ok,
+                       "all_reduce n=" << n << " in_place=" << in_place << ": " << describe(s));
           }
           // reduce to the last rank
           fill();
@@ -155,8 +156,8 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
             ok = s.is_ok();
             for (std::size_t r = 0; r < world && ok; ++r)
               for (std::size_t i = 0; i < n && ok; ++i) ok = got[r * n + i] == value(r, i);
-            RANK_CHECK(f, rank, ok, "all_gather n=" << n << " in_place=" << in_place << ": "
-                                                    << describe(s));
+            RANK_CHECK(f, rank, ok,
+                       "all_gather n=" << n << " in_place=" << in_place << ": " << describe(s));
           }
         }
       }
@@ -171,9 +172,11 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
       for (int round = 0; round < 3; ++round) {
         for (std::size_t j = 0; j < total; ++j) a_in[j] = static_cast<float>(rank * 100000 + j);
         std::fill(a_out.begin(), a_out.end(), -7.0f);
-        Status s = comm->all_to_all_v_into(
-            rank, TensorView::of(a_in.data(), DataType::kF32, total, dev), counts,
-            TensorView::of(a_out.data(), DataType::kF32, incoming, dev), recv);
+        Status s =
+            comm->all_to_all_v_into(rank, TensorView::of(a_in.data(), DataType::kF32, total, dev),
+                                    counts,
+                                    TensorView::of(a_out.data(), DataType::kF32, incoming, dev),
+                                    recv);
         std::fill(a_in.begin(), a_in.end(), -7.0f);
         bool ok = s.is_ok() && recv.size() == world;
         std::size_t at = 0;
