@@ -15,6 +15,10 @@ std::string describe(std::uint64_t seq, CollectiveKind kind) {
   return "collective #" + std::to_string(seq) + " (" + std::string(collective_name(kind)) + ")";
 }
 
+std::string describe(std::uint64_t seq, std::optional<CollectiveKind> kind) {
+  return kind ? describe(seq, *kind) : "collective #" + std::to_string(seq);
+}
+
 bool same_plan(const Plan& a, const Plan& b) {
   return a.root == b.root && a.dtype == b.dtype && a.geometry.count == b.geometry.count &&
          a.geometry.unit == b.geometry.unit && a.geometry.rows == b.geometry.rows &&

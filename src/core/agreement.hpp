@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -37,7 +38,8 @@ bool same_plan(const Plan& a, const Plan& b);
 Result<Plan> agree(std::span<const Request* const> requests,
                    std::span<const Result<Geometry>* const> locals, std::uint64_t seq);
 
-// "collective #7 (all_reduce)".
+// "collective #7 (all_reduce)"; without a kind "collective #7".
 std::string describe(std::uint64_t seq, CollectiveKind kind);
+std::string describe(std::uint64_t seq, std::optional<CollectiveKind> kind);
 
 }  // namespace ruccl::core

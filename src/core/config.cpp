@@ -50,6 +50,16 @@ Result<std::size_t> parse_size(const char* name, const std::string& text) {
   return value << shift;
 }
 
+// The variable `name` as a size into `field` when it is set (parse_size's rules).
+Status read_size(const char* name, std::size_t& field) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return Status::ok();
+  auto r = parse_size(name, v);
+  RUCCL_TRY(r);
+  field = r.value();
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<Config> Config::from_env() { return from_env(Config{}); }
@@ -63,21 +73,9 @@ Result<Config> Config::from_env(Config base) {
       return bad_env("RUCCL_TIMEOUT", v, "a positive number of seconds");
     c.timeout_ = std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
   }
-  if (const char* v = std::getenv("RUCCL_MAX_CHUNK_BYTES")) {
-    auto r = parse_size("RUCCL_MAX_CHUNK_BYTES", v);
-    RUCCL_TRY(r);
-    c.max_chunk_bytes_ = r.value();
-  }
-  if (const char* v = std::getenv("RUCCL_SEGMENT_BYTES")) {
-    auto r = parse_size("RUCCL_SEGMENT_BYTES", v);
-    RUCCL_TRY(r);
-    c.segment_bytes_ = r.value();
-  }
-  if (const char* v = std::getenv("RUCCL_NUM_DEVICES")) {
-    auto r = parse_size("RUCCL_NUM_DEVICES", v);
-    RUCCL_TRY(r);
-    c.num_devices_ = r.value();
-  }
+  RUCCL_TRY(read_size("RUCCL_MAX_CHUNK_BYTES", c.max_chunk_bytes_));
+  RUCCL_TRY(read_size("RUCCL_SEGMENT_BYTES", c.segment_bytes_));
+  RUCCL_TRY(read_size("RUCCL_NUM_DEVICES", c.num_devices_));
   if (const char* v = std::getenv("RUCCL_ALGO")) {
     const std::string s = v;
     if (s == "hierarchical") c.global_ = GlobalStrategy::kHierarchical;
@@ -110,33 +108,13 @@ Result<Config> Config::from_env(Config base) {
   if (const char* v = std::getenv("RUCCL_DEBUG_FILE")) c.log_file_ = v;
   if (const char* v = std::getenv("RUCCL_TRACE")) c.trace_file_ = v;
   if (const char* v = std::getenv("RUCCL_FAULT")) c.fault_ = v;
-  if (const char* v = std::getenv("RUCCL_FLIGHT_RECORDER")) {
-    auto r = parse_size("RUCCL_FLIGHT_RECORDER", v);
-    RUCCL_TRY(r);
-    c.flight_recorder_ = r.value();
-  }
+  RUCCL_TRY(read_size("RUCCL_FLIGHT_RECORDER", c.flight_recorder_));
   RUCCL_TRY(read_flag("RUCCL_FLIGHT_RECORDER_SIGNAL", c.flight_recorder_signal_));
   RUCCL_TRY(read_flag("RUCCL_CHECKSUM", c.checksum_));
-  if (const char* v = std::getenv("RUCCL_ONE_SHOT_BYTES")) {
-    auto r = parse_size("RUCCL_ONE_SHOT_BYTES", v);
-    RUCCL_TRY(r);
-    c.one_shot_bytes_ = r.value();
-  }
-  if (const char* v = std::getenv("RUCCL_NODE_DIRECT_BYTES")) {
-    auto r = parse_size("RUCCL_NODE_DIRECT_BYTES", v);
-    RUCCL_TRY(r);
-    c.node_direct_bytes_ = r.value();
-  }
-  if (const char* v = std::getenv("RUCCL_LEAN_DIRECT_BYTES")) {
-    auto r = parse_size("RUCCL_LEAN_DIRECT_BYTES", v);
-    RUCCL_TRY(r);
-    c.lean_direct_bytes_ = r.value();
-  }
-  if (const char* v = std::getenv("RUCCL_LEAN_BYTES")) {
-    auto r = parse_size("RUCCL_LEAN_BYTES", v);
-    RUCCL_TRY(r);
-    c.lean_bytes_ = r.value();
-  }
+  RUCCL_TRY(read_size("RUCCL_ONE_SHOT_BYTES", c.one_shot_bytes_));
+  RUCCL_TRY(read_size("RUCCL_NODE_DIRECT_BYTES", c.node_direct_bytes_));
+  RUCCL_TRY(read_size("RUCCL_LEAN_DIRECT_BYTES", c.lean_direct_bytes_));
+  RUCCL_TRY(read_size("RUCCL_LEAN_BYTES", c.lean_bytes_));
   RUCCL_TRY(c.validate());
   return c;
 }

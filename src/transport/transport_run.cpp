@@ -60,9 +60,8 @@ Status TransportRun::exchange_ops(std::uint32_t step, Clock::time_point deadline
   for (SendOp& op : send_ops_) op.seq = options_.seq;
   const Status status = transport_.exchange(send_ops_, recv_ops_, deadline);
   if (status) return status;
-  return status.with_context((options_.kind ? core::describe(options_.seq, *options_.kind)
-                                            : "collective #" + std::to_string(options_.seq)) +
-                             " step " + std::to_string(step));
+  return status.with_context(core::describe(options_.seq, options_.kind) + " step " +
+                             std::to_string(step));
 }
 
 Result<const void*> TransportRun::source(const Transfer& t) const {

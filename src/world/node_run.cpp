@@ -99,9 +99,8 @@ Status NodeRun::step(std::span<const Transfer> sends, std::span<const Transfer> 
     guard.armed = false;
     return status;
   }
-  status = status.with_context((options_.kind ? core::describe(options_.seq, *options_.kind)
-                                              : "collective #" + std::to_string(options_.seq)) +
-                               " step " + std::to_string(step_ - 1) + " (node shared memory)");
+  status = status.with_context(core::describe(options_.seq, options_.kind) + " step " +
+                               std::to_string(step_ - 1) + " (node shared memory)");
   // At once, not only once the error left the algorithm (a hierarchy's other
   // levels may still run): the node's waiters on this rank stop waiting.
   box_.notify(me_, options_.seq, status);

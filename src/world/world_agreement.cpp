@@ -215,6 +215,14 @@ Result<std::byte*> output_of(const core::Request& req, core::RankOutcome& out,
   return d;
 }
 
+// An all_to_all_v's rows that source `s` sends to the ranks before `d`: where
+// its block for `d` starts in its payload.
+std::size_t rows_before(const LeanPlan& plan, std::size_t world, std::size_t s, std::size_t d) {
+  std::size_t before = 0;
+  for (std::size_t k = 0; k < d; ++k) before += plan.rows[s * world + k];
+  return before;
+}
+
 // A copy that may be onto itself (an in-place caller's own input, direct form).
 void copy_to(std::byte* d, const std::byte* s, std::size_t n) {
   if (d != s && n > 0) std::memcpy(d, s, n);
@@ -240,8 +248,7 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
     RUCCL_TRY(dst);
     std::byte* d = dst.value();
     for (std::size_t s = 0; s < world; ++s) {
-      std::size_t before = 0;
-      for (std::size_t k = 0; k < me; ++k) before += plan.rows[s * world + k];
+      const std::size_t before = rows_before(plan, world, s, me);
       const std::size_t rows = plan.rows[s * world + me];
       // This rank's own block is not in its slot (lean() leaves it out): the input.
       const std::byte* from =
@@ -623,9 +630,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // reduce of 8-64 KiB measured no faster, at 8-16 KiB slower). Not where
     // this rank's output overwrites its input (in place): the readers would
     // race its writes, and waiting for them first was slower.
-    const bool copies =
-        req.kind == CollectiveKind::kBroadcast || req.kind == CollectiveKind::kAllGather || a2a;
-    const bool direct = copies && data > 0 && lean_direct_bytes_ > 0 &&
+    const bool direct = copies(req.kind) && data > 0 && lean_direct_bytes_ > 0 &&
                         data >= lean_direct_bytes_ && writes_apart(req, geometry, me) &&
                         readable_by_node(box);
     LeanHeader head = lean_header(req, geometry, view);
@@ -704,19 +709,27 @@ class WorldRemoteRanks final : public core::RemoteRanks {
 
   // Whether every rank of the node reads the other processes' memory (the
   // direct form's condition), with the channels' words there for the
-  // readers' "done".
-  static bool readable_by_node(const node::Mailbox& box) {
+  // readers' "done". Each process says so once it attached, and never takes
+  // it back: once all said yes, that is kept (no loop over the node per call).
+  bool readable_by_node(const node::Mailbox& box) const {
+    if (node_readable_.load(std::memory_order_relaxed)) return true;
     if (box.shape().channel_slots == 0) return false;
     for (std::size_t r = 0; r < box.shape().ranks; ++r)
       if (!box.reads_directly(r)) return false;
+    node_readable_.store(true, std::memory_order_relaxed);
     return true;
   }
-  // Whether the output this rank writes on the lean path leaves its input
-  // alone: another buffer, a broadcast's root in place (it writes nothing),
-  // an all-gather's input that is this rank's block of its output (written
-  // only from the input), or a reduce's rank other than the root.
+  // The collectives with a direct form: those that only copy.
+  static bool copies(CollectiveKind kind) {
+    return kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather ||
+           kind == CollectiveKind::kAllToAllV;
+  }
+  // Whether the output a copying collective writes on the lean path leaves
+  // this rank's input alone: another buffer, a broadcast's root in place (it
+  // writes nothing), or an all-gather's input that is this rank's block of
+  // its output (written only from the input).
   bool writes_apart(const core::Request& req, const core::Geometry& g, std::size_t me) const {
-    if (!req.out || (req.kind == CollectiveKind::kReduce && me != req.root)) return true;
+    if (!req.out) return true;
     const std::size_t es = dtype_size(req.dtype);
     const auto* out = static_cast<const std::byte*>(req.out->data);
     const auto* in = static_cast<const std::byte*>(req.in.data);
@@ -728,9 +741,11 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     return false;
   }
   // A peer's direct record (its address and bytes, after its counts): taken
-  // when it has the record's size and a non-null address, with `sizes` then
-  // the bytes the input holds (checked against the plan by lean_fits).
+  // for a collective that copies, when it has the record's size and a
+  // non-null address, with `sizes` then the bytes the input holds (checked
+  // against the plan by lean_fits).
   bool direct_record(LeanScratch& k, std::size_t r, bool a2a) const {
+    if (!copies(static_cast<CollectiveKind>((k.heads[r][0] >> 24) & 0xff))) return false;
     const std::size_t counts = a2a ? world_ * sizeof(std::uint64_t) : 0;
     if (k.sizes[r] != counts + kLeanAddress) return false;
     std::uint64_t where[2] = {0, 0};
@@ -743,7 +758,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   }
   // The parts of the direct inputs that this rank's output needs, copied from
   // their ranks' memory into k.read (at the offsets lean_run reads them at);
-  // k.inputs then points there.
+  // k.inputs then points there. Only the copying collectives come here
+  // (direct_record refuses the others).
   Status read_direct(node::Mailbox& box, LeanScratch& k, std::size_t me, std::size_t base,
                      Clock::time_point deadline) {
     const LeanPlan& plan = k.plan;
@@ -761,28 +777,14 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       std::byte* region = k.read.data() + at;
       at += room(k.sizes[r]);
       const std::size_t data = k.sizes[r] - counts;
+      // A broadcast's or all-gather's whole input; an all-to-all-v's block
+      // for this rank (its counts copied along: lean_run reads them there).
       std::size_t off = 0, len = data;
-      switch (plan.kind) {
-        case CollectiveKind::kReduce:
-          if (me != plan.root) len = 0;
-          break;
-        case CollectiveKind::kReduceScatter: {
-          const core::Geometry g = core::geometry_of(plan.kind, plan.shape, plan.count);
-          const Range shard = ring::balanced_range(g.rows, world_, me, g.unit);
-          off = shard.offset * es;
-          len = shard.count * es;
-          break;
-        }
-        case CollectiveKind::kAllToAllV: {
-          const std::size_t row = plan.count * es;
-          std::size_t before = 0;
-          for (std::size_t d = 0; d < me; ++d) before += plan.rows[r * world_ + d];
-          off = before * row;
-          len = plan.rows[r * world_ + me] * row;
-          std::memcpy(region, k.inputs[r], counts);
-          break;
-        }
-        default: break;
+      if (a2a) {
+        const std::size_t row = plan.count * es;
+        off = rows_before(plan, world_, r, me) * row;
+        len = plan.rows[r * world_ + me] * row;
+        std::memcpy(region, k.inputs[r], counts);
       }
       if (off > data || len > data - off)
         return Status(ErrorCode::kProtocolError,
@@ -798,9 +800,11 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   // A direct rank: until every other rank is done with its input.
   static Status await_readers(node::Mailbox& box, LeanScratch& k, std::size_t me, std::uint64_t seq,
                               CollectiveKind kind, Clock::time_point deadline) {
-    k.watch.clear();
-    for (std::size_t r = 0; r < box.shape().ranks; ++r)
-      if (r != me) k.watch.push_back(r);
+    if (k.watch.size() + 1 != box.shape().ranks) {  // (once per local rank)
+      k.watch.clear();
+      for (std::size_t r = 0; r < box.shape().ranks; ++r)
+        if (r != me) k.watch.push_back(r);
+    }
     const auto done = [&] {
       for (const std::size_t r : k.watch)
         if (!box.lean_released(me, r, seq)) return false;
@@ -1046,6 +1050,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   const bool direct_all_;
   const std::size_t direct_copy_bytes_;
   const std::size_t lean_direct_bytes_;
+  mutable std::atomic<bool> node_readable_{false};  // readable_by_node, once it held
   const std::size_t per_process_;
   // RUCCL_FAULT, parsed once at creation; its drop/corrupt faults act through
   // faulty_, the executors' transports (one per local rank; empty: none).
