@@ -63,15 +63,37 @@ struct DeviceId {
 inline DeviceId host_device(std::size_t index) { return {DeviceKind::kHost, index}; }
 inline DeviceId cuda_device(std::size_t index) { return {DeviceKind::kCuda, index}; }
 
-std::size_t dtype_size(DataType dtype) noexcept;       // bytes per element
+// Bytes per element; 0 for a value outside the enum. (Inline with the other
+// predicates below: every collective calls them several times.)
+constexpr std::size_t dtype_size(DataType dtype) noexcept {
+  switch (dtype) {
+    case DataType::kF16:
+    case DataType::kBF16: return 2;
+    case DataType::kF32:
+    case DataType::kI32: return 4;
+    case DataType::kF64:
+    case DataType::kI64:
+    case DataType::kU64: return 8;
+    case DataType::kI8:
+    case DataType::kU8:
+    case DataType::kBytes: return 1;
+  }
+  return 0;
+}
 std::string_view dtype_name(DataType dtype) noexcept;  // "f32", "bytes", ...; "?" if unknown
 std::string_view op_name(ReduceOp op) noexcept;        // "sum", "mean", ...
 std::string_view device_kind_name(DeviceKind kind) noexcept;
 std::string device_name(DeviceId device);              // "host:3", "cuda:0"
-bool is_valid(DataType dtype) noexcept;                // guards values cast from integers
-bool is_valid(ReduceOp op) noexcept;
-bool is_floating(DataType dtype) noexcept;
-bool is_integer_only(ReduceOp op) noexcept;                  // Band .. Lxor
+// Guards values cast from integers.
+constexpr bool is_valid(DataType dtype) noexcept { return dtype_size(dtype) != 0; }
+constexpr bool is_valid(ReduceOp op) noexcept { return op <= ReduceOp::kLxor; }
+constexpr bool is_floating(DataType dtype) noexcept {
+  return dtype == DataType::kF16 || dtype == DataType::kBF16 || dtype == DataType::kF32 ||
+         dtype == DataType::kF64;
+}
+constexpr bool is_integer_only(ReduceOp op) noexcept {  // Band .. Lxor
+  return op >= ReduceOp::kBand && op <= ReduceOp::kLxor;
+}
 std::optional<DataType> parse_dtype(std::string_view name);  // inverse of dtype_name
 std::optional<ReduceOp> parse_op(std::string_view name);
 

@@ -35,7 +35,9 @@ CallWatch::CallWatch(CallObserver& observer, std::size_t local, std::size_t rank
             observer.tracer()
                 ? "\"seq\":" + std::to_string(seq) + ",\"world\":" + std::to_string(observer.world_)
                 : std::string()),
-      started_(Clock::now()) {}
+      // (Timed to the microsecond only where a span or a TRACE line tells it.)
+      started_(observer.tracer() || observer.logger_.enabled(LogLevel::kTrace) ? Clock::now()
+                                                                               : coarse_now()) {}
 
 void CallWatch::begun(const Request& request, std::size_t bytes) {
   bytes_ = bytes;
@@ -50,7 +52,8 @@ void CallWatch::finished(Result<RankOutcome>& outcome, std::size_t peak_staging,
     slot.seq.store(seq_, std::memory_order_relaxed);
     slot.peak.store(peak_staging, std::memory_order_relaxed);
     slot.budget.store(budget, std::memory_order_relaxed);
-    slot.calls.fetch_add(1, std::memory_order_release);
+    // (Only this rank writes its slot: a store, no read-modify-write.)
+    slot.calls.store(slot.calls.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
   recorded_ = false;
   if (auto dumped = observer_.recorder_.end(local_, outcome.status(), user_aborted)) {

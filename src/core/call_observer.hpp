@@ -47,6 +47,7 @@ class CallObserver {
     std::atomic<std::size_t> budget{0};
   };
   const std::size_t world_;
+  const Clock::duration tick_ = coarse_tick();  // what a coarse start may lag
   Logger logger_;
   std::unique_ptr<Tracer> tracer_;  // null unless RUCCL_TRACE / Config::trace_file
   FlightRecorder recorder_;
@@ -78,8 +79,13 @@ class CallWatch {
   // The call is unwinding from an exception (the Seat): only the flight
   // recorder's entry ends, if it began. Never throws.
   void unwound(const Status& why, bool user_aborted) noexcept;
-  // When the call began (read once: its flight entry and deadlines use it).
+  // When the call began (read once, from the coarse clock unless tracing or
+  // TRACE logging times it: its flight entry and deadlines use it).
   Clock::time_point started() const { return started_; }
+  // The call's deadline, `timeout` after it began (never early).
+  Clock::time_point deadline(Clock::duration timeout) const {
+    return started_ + timeout + observer_.tick_;
+  }
 
  private:
   CallObserver& observer_;

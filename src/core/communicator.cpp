@@ -38,6 +38,7 @@ struct Communicator::Impl {
         rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1), first),
         next_seq(devices.size()),
         scratch(devices.size()),
+        requests(devices.size()),
         observer(first, devices.size(), world, config),
         fault_plan(std::move(plan)),
         faults(*fault_plan),
@@ -50,8 +51,10 @@ struct Communicator::Impl {
         algorithms(core::make_table(config)) {}
 
   // One rank's collective. No exception leaves it: see Seat and call_body.
-  // (`req` is the caller's, built for this call: taken by reference, not copied.)
-  Result<core::RankOutcome> call(std::size_t rank, core::Request&& req, const CallOptions& options);
+  // `fill` writes the call's request into the rank's own (requests), every
+  // field anew; a rank outside this communicator gets a request of its own.
+  template <typename Fill>
+  Result<core::RankOutcome> call(std::size_t rank, const CallOptions& options, Fill&& fill);
   class Seat;
   struct Call;
   Result<core::RankOutcome> call_body(Seat& seat, std::size_t rank, core::Request& req,
@@ -80,6 +83,10 @@ struct Communicator::Impl {
   core::Rendezvous rendezvous;
   std::vector<std::atomic<std::uint64_t>> next_seq;  // per rank; ranks agree on order
   std::vector<core::ScratchCache> scratch;           // per rank, its thread only
+  // Per rank, its thread only: the request of its call in progress, kept
+  // between calls so that copying the caller's views into it reuses the
+  // shapes' storage (a small collective allocates nothing for them).
+  std::vector<core::Request> requests;
   core::CallObserver observer;  // tracing, logging, flight recorder, staging stats
   const std::shared_ptr<const core::FaultPlan> fault_plan;  // RUCCL_FAULT, parsed once
   const core::FaultPlan& faults;                            // empty almost always
@@ -230,10 +237,15 @@ class Communicator::Impl::Seat {
   bool departed_ = false;
 };
 
-Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, core::Request&& req,
-                                                   const CallOptions& options) {
-  Seat seat(*this, rank >= first ? rank - first : 0);
+template <typename Fill>
+Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, const CallOptions& options,
+                                                   Fill&& fill) {
+  const bool ours = rank >= first && rank - first < devices.size();
+  Seat seat(*this, ours ? rank - first : 0);
   try {
+    std::optional<core::Request> stranger;  // (call_body refuses it at once)
+    core::Request& req = ours ? requests[rank - first] : stranger.emplace();
+    fill(req);
     return call_body(seat, rank, req, options);
   } catch (...) {
     Status why = core::current_exception_status(ErrorCode::kInternal, "the collective call");
@@ -258,12 +270,16 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
     if (remote) remote->failed(local, next_seq[local].load(), *broken);
     return *broken;
   }
-  const std::uint64_t seq = next_seq[local].fetch_add(1);
+  // Only this rank's thread writes its counter and flag (abort() reads them,
+  // the flag first: acquire, so a set flag comes with the counter past this
+  // call's number). No read-modify-write, no full fence per call.
+  const std::uint64_t seq = next_seq[local].load(std::memory_order_relaxed);
+  next_seq[local].store(seq + 1, std::memory_order_relaxed);
   seat.numbered(seq);
-  in_call[local].store(true);
+  in_call[local].store(true, std::memory_order_release);
   struct Leave {
     std::atomic<bool>& flag;
-    ~Leave() { flag.store(false); }
+    ~Leave() { flag.store(false, std::memory_order_release); }
   } leave{in_call[local]};
   req.max_chunk_bytes = options.max_chunk_bytes.value_or(config.max_chunk_bytes());
   if (!req.has_input) req.in.device = devices[local];
@@ -342,7 +358,7 @@ std::optional<Result<core::RankOutcome>> Communicator::Impl::try_lean(Call& c) {
   if (core::choose_algorithm(offer, topology, algorithms) != core::Algorithm::kNodeMailbox)
     return std::nullopt;
   auto lean = remote->lean(c.local, c.seq, c.req, c.geometry.value(), *adapter, devices[c.local],
-                           c.watch.started() + config.timeout());
+                           c.watch.deadline(config.timeout()));
   // The other ranks' inputs, read where they lie (the node's slots), as the
   // one-shot holds them in its receive buffers.
   if (lean && lean->is_ok()) {
@@ -532,8 +548,9 @@ void Communicator::abort(std::string reason) {
     // in, else the next): that is what its peers in other processes wait on.
     std::vector<std::pair<std::uint64_t, Status>> notices;
     for (std::size_t local = 0; local < impl_->devices.size(); ++local) {
-      const std::uint64_t next = impl_->next_seq[local].load();
-      const bool busy = impl_->in_call[local].load() && next > 0;
+      const bool inside = impl_->in_call[local].load(std::memory_order_acquire);
+      const std::uint64_t next = impl_->next_seq[local].load(std::memory_order_relaxed);
+      const bool busy = inside && next > 0;
       const std::uint64_t seq = busy ? next - 1 : next;
       notices.emplace_back(seq, Status(ErrorCode::kAborted,
                                        "rank " + std::to_string(impl_->first + local) +
@@ -698,16 +715,32 @@ std::uint64_t Communicator::next_sequence(std::size_t rank) const {
 
 namespace {
 
-// `out`: the caller's output view, or null (the value form). Each view is
-// copied once, into the request.
-core::Request make(CollectiveKind kind, const TensorView& in, const TensorView* out) {
-  core::Request req;
+// `to` becomes `from`; the shape is copied only where it differs (a rank
+// calling with the same shape again copies a few words).
+void assign_view(TensorView& to, const TensorView& from) {
+  to.data = from.data;
+  to.dtype = from.dtype;
+  if (to.shape != from.shape) to.shape = from.shape;
+  to.device = from.device;
+  to.stream = from.stream;
+}
+
+// A rank's reused request, filled for one call: every field set anew. `out`:
+// the caller's output view, or null (the value form). Each view is copied
+// once, into storage the request kept from its last call.
+void refill(core::Request& req, CollectiveKind kind, const TensorView& in, const TensorView* out) {
   req.kind = kind;
   req.dtype = in.dtype;
-  req.in =
-      in;  // (req.shape, the fingerprint's, is filled after the lean path: shape_for_agreement)
-  if (out != nullptr) req.out.emplace(*out);
-  return req;
+  req.op = ReduceOp::kSum;
+  req.root = 0;
+  req.has_input = true;
+  req.shape.clear();  // (the fingerprint's, filled after the lean path: shape_for_agreement)
+  req.send_counts.clear();
+  req.max_chunk_bytes = 0;
+  assign_view(req.in, in);
+  if (out == nullptr) req.out.reset();
+  else if (req.out) assign_view(*req.out, *out);
+  else req.out.emplace(*out);
 }
 
 Result<Tensor> tensor_of(Result<core::RankOutcome> r) {
@@ -720,79 +753,114 @@ Result<Tensor> tensor_of(Result<core::RankOutcome> r) {
 
 Result<Tensor> Communicator::all_reduce(std::size_t rank, const TensorView& in, ReduceOp op,
                                         CallOptions o) {
-  auto req = make(CollectiveKind::kAllReduce, in, nullptr);
-  req.op = op;
-  return tensor_of(impl_->call(rank, std::move(req), o));
+  return tensor_of(impl_->call(rank, o, [&](core::Request& req) {
+    refill(req, CollectiveKind::kAllReduce, in, nullptr);
+    req.op = op;
+  }));
 }
 
 Status Communicator::all_reduce_into(std::size_t rank, const TensorView& in, const TensorView& out,
                                      ReduceOp op, CallOptions o) {
-  auto req = make(CollectiveKind::kAllReduce, in, &out);
-  req.op = op;
-  return impl_->call(rank, std::move(req), o).status();
+  return impl_
+      ->call(rank, o,
+             [&](core::Request& req) {
+               refill(req, CollectiveKind::kAllReduce, in, &out);
+               req.op = op;
+             })
+      .status();
 }
 
 Result<std::optional<Tensor>> Communicator::reduce(std::size_t rank, const TensorView& in,
                                                    ReduceOp op, std::size_t root, CallOptions o) {
-  auto req = make(CollectiveKind::kReduce, in, nullptr);
-  req.op = op;
-  req.root = root;
-  auto r = impl_->call(rank, std::move(req), o);
+  auto r = impl_->call(rank, o, [&](core::Request& req) {
+    refill(req, CollectiveKind::kReduce, in, nullptr);
+    req.op = op;
+    req.root = root;
+  });
   RUCCL_TRY(r);
   return std::move(r.value().tensor);
 }
 
 Status Communicator::reduce_into(std::size_t rank, const TensorView& in, const TensorView& out,
                                  ReduceOp op, std::size_t root, CallOptions o) {
-  auto req = make(CollectiveKind::kReduce, in, &out);
-  req.op = op;
-  req.root = root;
-  return impl_->call(rank, std::move(req), o).status();
+  return impl_
+      ->call(rank, o,
+             [&](core::Request& req) {
+               refill(req, CollectiveKind::kReduce, in, &out);
+               req.op = op;
+               req.root = root;
+             })
+      .status();
 }
 
 Result<Tensor> Communicator::broadcast(std::size_t rank, const TensorView* in, CallOptions o) {
-  auto req = make(CollectiveKind::kBroadcast, in ? *in : TensorView{}, nullptr);
-  req.has_input = in != nullptr;
-  return tensor_of(impl_->call(rank, std::move(req), o));
+  return tensor_of(impl_->call(rank, o, [&](core::Request& req) {
+    if (in != nullptr) {
+      refill(req, CollectiveKind::kBroadcast, *in, nullptr);
+      return;
+    }
+    refill(req, CollectiveKind::kBroadcast, TensorView{}, nullptr);  // a receiver
+    req.has_input = false;
+  }));
 }
 
 Status Communicator::broadcast_into(std::size_t rank, const TensorView* in, const TensorView& out,
                                     CallOptions o) {
-  auto req = make(CollectiveKind::kBroadcast, in ? *in : out, &out);
-  req.has_input = in != nullptr;
-  if (!in) req.in = TensorView{nullptr, out.dtype, {}, out.device, out.stream};
-  return impl_->call(rank, std::move(req), o).status();
+  return impl_
+      ->call(rank, o,
+             [&](core::Request& req) {
+               if (in != nullptr) {
+                 refill(req, CollectiveKind::kBroadcast, *in, &out);
+                 return;
+               }
+               // A receiver: no input, its dtype and device from the output.
+               refill(req, CollectiveKind::kBroadcast,
+                      TensorView{nullptr, out.dtype, {}, out.device, out.stream}, &out);
+               req.has_input = false;
+             })
+      .status();
 }
 
 Result<Tensor> Communicator::all_gather(std::size_t rank, const TensorView& in, CallOptions o) {
-  return tensor_of(impl_->call(rank, make(CollectiveKind::kAllGather, in, nullptr), o));
+  return tensor_of(impl_->call(rank, o, [&](core::Request& req) {
+    refill(req, CollectiveKind::kAllGather, in, nullptr);
+  }));
 }
 
 Status Communicator::all_gather_into(std::size_t rank, const TensorView& in, const TensorView& out,
                                      CallOptions o) {
-  return impl_->call(rank, make(CollectiveKind::kAllGather, in, &out), o).status();
+  return impl_
+      ->call(rank, o,
+             [&](core::Request& req) { refill(req, CollectiveKind::kAllGather, in, &out); })
+      .status();
 }
 
 Result<Tensor> Communicator::reduce_scatter(std::size_t rank, const TensorView& in, ReduceOp op,
                                             CallOptions o) {
-  auto req = make(CollectiveKind::kReduceScatter, in, nullptr);
-  req.op = op;
-  return tensor_of(impl_->call(rank, std::move(req), o));
+  return tensor_of(impl_->call(rank, o, [&](core::Request& req) {
+    refill(req, CollectiveKind::kReduceScatter, in, nullptr);
+    req.op = op;
+  }));
 }
 
 Status Communicator::reduce_scatter_into(std::size_t rank, const TensorView& in,
                                          const TensorView& out, ReduceOp op, CallOptions o) {
-  auto req = make(CollectiveKind::kReduceScatter, in, &out);
-  req.op = op;
-  return impl_->call(rank, std::move(req), o).status();
+  return impl_
+      ->call(rank, o,
+             [&](core::Request& req) {
+               refill(req, CollectiveKind::kReduceScatter, in, &out);
+               req.op = op;
+             })
+      .status();
 }
 
 Result<AllToAllV> Communicator::all_to_all_v(std::size_t rank, const TensorView& in,
                                              std::span<const std::size_t> send_counts,
                                              CallOptions o) {
-  auto req = make(CollectiveKind::kAllToAllV, in, nullptr);
-  req.send_counts.assign(send_counts.begin(), send_counts.end());
-  auto r = impl_->call(rank, std::move(req), o);
+  auto r = impl_->call(rank, o, [&](core::Request& req) {
+    refill(req, CollectiveKind::kAllToAllV, in, nullptr);
+    req.send_counts.assign(send_counts.begin(), send_counts.end());
+  });
   RUCCL_TRY(r);
   if (!r.value().tensor) return Status(ErrorCode::kInternal, "all_to_all_v produced no tensor");
   return AllToAllV{std::move(*r.value().tensor), std::move(r.value().recv_counts)};
@@ -802,9 +870,10 @@ Status Communicator::all_to_all_v_into(std::size_t rank, const TensorView& in,
                                        std::span<const std::size_t> send_counts,
                                        const TensorView& out,
                                        std::vector<std::size_t>& recv_counts, CallOptions o) {
-  auto req = make(CollectiveKind::kAllToAllV, in, &out);
-  req.send_counts.assign(send_counts.begin(), send_counts.end());
-  auto r = impl_->call(rank, std::move(req), o);
+  auto r = impl_->call(rank, o, [&](core::Request& req) {
+    refill(req, CollectiveKind::kAllToAllV, in, &out);
+    req.send_counts.assign(send_counts.begin(), send_counts.end());
+  });
   RUCCL_TRY(r);
   recv_counts = std::move(r.value().recv_counts);
   return Status::ok();

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/log.hpp"
+#include "core/rendezvous.hpp"
 
 namespace ruccl::core {
 namespace {
@@ -151,7 +152,10 @@ FlightRecorder::FlightRecorder(std::size_t first_rank, std::size_t local_ranks,
       destination_(file_.empty() ? std::string("stderr") : file_),
       prefix_("[ruccl " + expand_path("%h:%p", first_rank) + " rank "),
       rings_(entries_ > 0 ? local_ranks : 0) {
-  for (Ring& ring : rings_) ring.entries.resize(entries_);
+  for (Ring& ring : rings_) {
+    ring.words = std::make_unique<std::atomic<std::uint64_t>[]>(entries_ * kWords);
+    for (std::size_t i = 0; i < entries_; ++i) write(ring, i, Entry{}, 0);
+  }
   if (!enabled()) return;
   SignalDumper& d = signal_dumper();
   std::lock_guard lock(d.mutex);
@@ -167,13 +171,75 @@ FlightRecorder::~FlightRecorder() {
   std::erase(d.live, this);
 }
 
+FlightRecorder::Words FlightRecorder::pack(const Entry& e) {
+  return {e.seq,
+          static_cast<std::uint64_t>(e.kind) | std::uint64_t(e.dtype) << 8 |
+              std::uint64_t(e.op) << 16 | std::uint64_t(e.state) << 24 |
+              std::uint64_t(e.error) << 32 | std::uint64_t(e.root ? 1 : 0) << 40,
+          e.root.value_or(0),
+          e.bytes,
+          static_cast<std::uint64_t>(e.start.time_since_epoch().count()),
+          static_cast<std::uint64_t>(e.end.time_since_epoch().count())};
+}
+
+FlightRecorder::Entry FlightRecorder::unpack(const Words& w) {
+  Entry e;
+  e.seq = w[0];
+  e.kind = static_cast<CollectiveKind>(w[1] & 0xff);
+  e.dtype = static_cast<DataType>((w[1] >> 8) & 0xff);
+  e.op = static_cast<ReduceOp>((w[1] >> 16) & 0xff);
+  e.state = static_cast<FlightState>((w[1] >> 24) & 0xff);
+  e.error = static_cast<ErrorCode>((w[1] >> 32) & 0xff);
+  if ((w[1] >> 40) & 1) e.root = w[2];
+  e.bytes = w[3];
+  e.start = SteadyClock::time_point(SteadyClock::duration(static_cast<std::int64_t>(w[4])));
+  e.end = SteadyClock::time_point(SteadyClock::duration(static_cast<std::int64_t>(w[5])));
+  return e;
+}
+
+void FlightRecorder::write(Ring& ring, std::size_t slot, const Entry& e, std::uint64_t next) {
+  const Words w = pack(e);
+  writing(ring, next, [&](std::atomic<std::uint64_t>* words) {
+    std::atomic<std::uint64_t>* at = words + slot * kWords;
+    for (std::size_t i = 0; i < kWords; ++i) at[i].store(w[i], std::memory_order_relaxed);
+  });
+}
+
+std::atomic<std::uint64_t>* FlightRecorder::current(Ring& ring) const {
+  return ring.words.get() + ring.slot * kWords;
+}
+
+std::vector<FlightRecorder::Entry> FlightRecorder::snapshot(const Ring& ring,
+                                                            std::uint64_t& begun) const {
+  std::vector<Words> copy(entries_);
+  // A writer holds the ring odd for a few stores; a rank stuck in a call
+  // writes nothing. After many tries (a writer descheduled mid-entry) the
+  // last copy is taken as it is: a dump is a diagnosis, never a wait.
+  for (int attempt = 0; attempt < 10000; ++attempt) {
+    const std::uint64_t v = ring.version.load(std::memory_order_acquire);
+    if ((v & 1) != 0 && attempt + 1 < 10000) {
+      std::this_thread::yield();
+      continue;
+    }
+    begun = ring.next.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < entries_; ++i)
+      for (std::size_t j = 0; j < kWords; ++j)
+        copy[i][j] = ring.words[i * kWords + j].load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);  // the words before the check
+    if (ring.version.load(std::memory_order_relaxed) == v) break;
+  }
+  const std::uint64_t kept = std::min<std::uint64_t>(begun, entries_);
+  std::vector<Entry> out;
+  out.reserve(kept);
+  for (std::uint64_t i = begun - kept; i < begun; ++i) out.push_back(unpack(copy[i % entries_]));
+  return out;
+}
+
 void FlightRecorder::begin(std::size_t local, std::uint64_t seq, const Request& request,
                            std::size_t bytes, SteadyClock::time_point start) {
   if (!enabled()) return;
   Ring& ring = rings_[local];
-  std::lock_guard lock(ring.mutex);
-  Entry& e = ring.entries[ring.next++ % entries_];
-  e = Entry{};
+  Entry e;
   e.seq = seq;
   e.kind = request.kind;
   e.dtype = request.dtype;
@@ -182,31 +248,45 @@ void FlightRecorder::begin(std::size_t local, std::uint64_t seq, const Request& 
   if (request.kind == CollectiveKind::kBroadcast && request.has_input) e.root = first_ + local;
   e.bytes = bytes;
   e.start = start;  // (its wall time is told at a dump, from the clocks then)
+  const std::uint64_t next = ring.next.load(std::memory_order_relaxed);
+  // The slot after the current one (no division per call): entry next % N.
+  if (next > 0) ring.slot = ring.slot + 1 == entries_ ? 0 : ring.slot + 1;
+  write(ring, ring.slot, e, next + 1);
 }
 
 void FlightRecorder::mark(std::size_t local, FlightState state) {
   if (!enabled()) return;
   Ring& ring = rings_[local];
-  std::lock_guard lock(ring.mutex);
-  if (ring.next > 0) ring.entries[(ring.next - 1) % entries_].state = state;
+  const std::uint64_t next = ring.next.load(std::memory_order_relaxed);
+  if (next == 0) return;
+  std::atomic<std::uint64_t>* e = current(ring);
+  const std::uint64_t w = with_state(e[1].load(std::memory_order_relaxed), state, std::nullopt);
+  writing(ring, next,
+          [&](std::atomic<std::uint64_t>*) { e[1].store(w, std::memory_order_relaxed); });
 }
 
 std::optional<std::string> FlightRecorder::end(std::size_t local, const Status& outcome,
                                                bool user_aborted) {
   if (!enabled()) return std::nullopt;
   std::string why;
-  {
-    Ring& ring = rings_[local];
-    std::lock_guard lock(ring.mutex);
-    if (ring.next > 0) {
-      Entry& e = ring.entries[(ring.next - 1) % entries_];
-      e.state = outcome.is_ok() ? FlightState::kDone : FlightState::kFailed;
-      e.error = outcome.code();
-      e.end = SteadyClock::now();
-      if (!outcome.is_ok())
-        why = std::string(collective_name(e.kind)) + " #" + std::to_string(e.seq) + " failed with " +
-              std::string(error_code_name(e.error)) + ", seen by rank " +
-              std::to_string(first_ + local);
+  Ring& ring = rings_[local];
+  const std::uint64_t next = ring.next.load(std::memory_order_relaxed);
+  if (next > 0) {
+    std::atomic<std::uint64_t>* e = current(ring);
+    const std::uint64_t w =
+        with_state(e[1].load(std::memory_order_relaxed),
+                   outcome.is_ok() ? FlightState::kDone : FlightState::kFailed, outcome.code());
+    // (The coarse clock, as the start's: a dump tells times to the millisecond.)
+    const auto end = static_cast<std::uint64_t>(coarse_now().time_since_epoch().count());
+    writing(ring, next, [&](std::atomic<std::uint64_t>*) {
+      e[1].store(w, std::memory_order_relaxed);
+      e[5].store(end, std::memory_order_relaxed);
+    });
+    if (!outcome.is_ok()) {
+      const Entry now = unpack({e[0].load(std::memory_order_relaxed), w, 0, 0, 0, 0});
+      why = std::string(collective_name(now.kind)) + " #" + std::to_string(now.seq) +
+            " failed with " + std::string(error_code_name(now.error)) + ", seen by rank " +
+            std::to_string(first_ + local);
     }
   }
   if (outcome.is_ok()) {  // the common path: one relaxed load, no shared lock
@@ -227,12 +307,11 @@ std::string FlightRecorder::render(std::string_view why) const {
   for (std::size_t local = 0; local < rings_.size(); ++local) {
     const Ring& ring = rings_[local];
     const std::string head = prefix_ + std::to_string(first_ + local) + "] FLIGHT ";
-    std::lock_guard lock(ring.mutex);
-    const std::uint64_t kept = std::min<std::uint64_t>(ring.next, entries_);
-    out += head + "recorder (" + std::string(why) + "): last " + std::to_string(kept) + " of " +
-           std::to_string(ring.next) + " collectives, oldest first\n";
-    for (std::uint64_t i = ring.next - kept; i < ring.next; ++i) {
-      const Entry& e = ring.entries[i % entries_];
+    std::uint64_t begun = 0;
+    const std::vector<Entry> kept = snapshot(ring, begun);
+    out += head + "recorder (" + std::string(why) + "): last " + std::to_string(kept.size()) +
+           " of " + std::to_string(begun) + " collectives, oldest first\n";
+    for (const Entry& e : kept) {
       out += head + std::string(collective_name(e.kind)) + " #" + std::to_string(e.seq) +
              " bytes=" + std::to_string(e.bytes) + " dtype=" + std::string(dtype_name(e.dtype));
       if (is_reducing(e.kind)) out += " op=" + std::string(op_name(e.op));

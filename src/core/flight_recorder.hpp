@@ -4,8 +4,11 @@
 // #42"). Config::flight_recorder (RUCCL_FLIGHT_RECORDER) sets N; 0 turns it off.
 //
 // Each rank's thread is the only writer of its ring; a dump (a failing rank's
-// thread, or the SIGUSR1 dumper thread) reads every ring. A tiny mutex per ring
-// keeps that race-free; it is uncontended except during a dump.
+// thread, or the SIGUSR1 dumper thread) reads every ring. The ring is a
+// sequence lock: its entries are words of atomics, the writer makes its
+// version odd while it writes, and a reader copies the ring and keeps the copy
+// only if the version was even and unchanged around it. A call costs its rank
+// a few plain stores, no lock (the lean path runs it per small collective).
 //
 // Dumps go, one line per entry and oldest first, to the communicator's log
 // destination (Config::log_file, else stderr) as
@@ -23,6 +26,7 @@
 // detached dumper thread that reads the pipe and dumps.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -88,11 +92,44 @@ class FlightRecorder {
     ErrorCode error = ErrorCode::kOk;
     std::chrono::steady_clock::time_point start{}, end{};
   };
+  // An entry as the ring keeps it (pack, unpack).
+  static constexpr std::size_t kWords = 6;
+  using Words = std::array<std::uint64_t, kWords>;
+  static Words pack(const Entry& e);
+  static Entry unpack(const Words& w);
   struct Ring {
-    mutable std::mutex mutex;
-    std::vector<Entry> entries;  // circular; entries[(next - 1) % N] is the current one
-    std::uint64_t next = 0;      // entries ever begun
+    // Circular, kWords per entry; entry (next - 1) % N is the current one.
+    std::unique_ptr<std::atomic<std::uint64_t>[]> words;
+    std::atomic<std::uint64_t> next{0};     // entries ever begun
+    std::atomic<std::uint64_t> version{0};  // odd while the owner writes
+    std::size_t slot = 0;                   // the owner's: the current entry's, (next - 1) % N
   };
+  // The owner's thread: `store` writes words of the ring (given its words),
+  // and `next` becomes the count of entries begun, all inside one odd version.
+  template <typename Store>
+  static void writing(Ring& ring, std::uint64_t next, Store&& store) {
+    const std::uint64_t v = ring.version.load(std::memory_order_relaxed);
+    ring.version.store(v + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);  // odd before any word
+    store(ring.words.get());
+    ring.next.store(next, std::memory_order_relaxed);
+    ring.version.store(v + 2, std::memory_order_release);  // every word before even
+  }
+  // The owner's thread: entry `slot` of `ring` becomes `e`, and `next` the
+  // count of entries begun, together.
+  void write(Ring& ring, std::size_t slot, const Entry& e, std::uint64_t next);
+  // The owner's thread: the words of its current entry (next > 0).
+  std::atomic<std::uint64_t>* current(Ring& ring) const;
+  // Word 1 of an entry with `state` and, when given, `error`.
+  static std::uint64_t with_state(std::uint64_t word, FlightState state,
+                                  std::optional<ErrorCode> error) {
+    word = (word & ~(std::uint64_t{0xff} << 24)) | std::uint64_t(state) << 24;
+    if (error) word = (word & ~(std::uint64_t{0xff} << 32)) | std::uint64_t(*error) << 32;
+    return word;
+  }
+  // Any thread: a consistent copy of the ring's kept entries, oldest first,
+  // and how many were ever begun.
+  std::vector<Entry> snapshot(const Ring& ring, std::uint64_t& begun) const;
 
   const std::size_t first_;
   const std::size_t entries_;

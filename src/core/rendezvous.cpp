@@ -1,5 +1,7 @@
 #include "core/rendezvous.hpp"
 
+#include <ctime>
+
 #include <sched.h>
 
 #include <string>
@@ -213,6 +215,20 @@ void Rendezvous::abort(Status why) {
     is_broken_.store(true, std::memory_order_release);
   }
   changed_.notify_all();
+}
+
+Clock::time_point coarse_now() noexcept {
+  timespec t{};
+  if (clock_gettime(CLOCK_MONOTONIC_COARSE, &t) != 0) return Clock::now();
+  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+      std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec)));
+}
+
+Clock::duration coarse_tick() noexcept {
+  timespec r{};
+  if (clock_getres(CLOCK_MONOTONIC_COARSE, &r) != 0) return std::chrono::milliseconds(10);
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(r.tv_sec) +
+                                                     std::chrono::nanoseconds(r.tv_nsec));
 }
 
 std::optional<Status> Rendezvous::broken() const {

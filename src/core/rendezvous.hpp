@@ -28,6 +28,15 @@ namespace ruccl::core {
 
 using Clock = std::chrono::steady_clock;
 
+// The steady clock as of the kernel's last tick (CLOCK_MONOTONIC_COARSE: the
+// same epoch as Clock, behind it by less than coarse_tick()), at a fifth of
+// the cost of Clock::now() (measured here: 4.9 against 25.7 ns). For times
+// that need no more: when a call began (its flight entry, its deadline).
+Clock::time_point coarse_now() noexcept;
+// The coarse clock's resolution (a few ms): what a deadline from coarse_now()
+// adds so that it never comes early.
+Clock::duration coarse_tick() noexcept;
+
 class Rendezvous {
  public:
   // `drain_grace`: how long a rank leaving a broken collective waits for peers

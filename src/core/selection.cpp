@@ -171,6 +171,15 @@ AlgorithmTable make_table(const Config& config) {
   return t;
 }
 
+namespace {
+// bytes * n <= cap, without the overflow (and without a division: this runs
+// per call).
+bool fits(std::size_t bytes, std::size_t n, std::size_t cap) {
+  std::size_t product = 0;
+  return !__builtin_mul_overflow(bytes, n, &product) && product <= cap;
+}
+}  // namespace
+
 bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
   switch (a) {
     case Algorithm::kInProcess: return topo.world == topo.local;
@@ -184,7 +193,7 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
       // byte budget (a bounded call keeps its bound).
       return topo.remote && call.kind == CollectiveKind::kAllReduce && topo.host_buffers &&
              topo.world >= 2 && call.inputs_delivered && call.bytes > 0 &&
-             call.bytes <= call.fused_capacity && call.bytes <= call.budget / (topo.world - 1);
+             call.bytes <= call.fused_capacity && fits(call.bytes, topo.world - 1, call.budget);
     case Algorithm::kNodeMailbox: {
       // A rank holds the others' inputs at once (a broadcast's receiver only
       // the sender's): within the budget.
@@ -203,8 +212,8 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
           (call.lean_direct == 0 || call.bytes < call.lean_direct || call.bytes > direct_cap))
         return false;
       return topo.node_mailbox && call.lean_offer && kind && topo.host_buffers && topo.world >= 2 &&
-             call.bytes <= call.fused_capacity && call.bytes <= call.budget / held &&
-             call.bytes <= kNodeMailboxTotalBytes / topo.world;
+             call.bytes <= call.fused_capacity && fits(call.bytes, held, call.budget) &&
+             fits(call.bytes, topo.world, kNodeMailboxTotalBytes);
     }
   }
   return false;

@@ -18,16 +18,6 @@ std::string_view collective_name(CollectiveKind kind) noexcept {
   return "?";
 }
 
-std::size_t dtype_size(DataType dtype) noexcept {
-  switch (dtype) {
-    case DataType::kF16: case DataType::kBF16: return 2;
-    case DataType::kF32: case DataType::kI32: return 4;
-    case DataType::kF64: case DataType::kI64: case DataType::kU64: return 8;
-    case DataType::kI8: case DataType::kU8: case DataType::kBytes: return 1;
-  }
-  return 0;
-}
-
 std::string_view dtype_name(DataType dtype) noexcept {
   switch (dtype) {
     case DataType::kF16: return "f16";
@@ -73,26 +63,15 @@ std::string device_name(DeviceId device) {
   return std::string(device_kind_name(device.kind)) + ":" + std::to_string(device.index);
 }
 
-bool is_valid(DataType dtype) noexcept { return dtype_size(dtype) != 0; }
 // (Per call on every path: a range check, not the names. The ops are the
 // enumerators kSum..kLxor; the integer-only ones kBand..kLxor, as listed.)
 static_assert(static_cast<int>(ReduceOp::kLxor) == 10 && std::size(kIntegerOnlyOps) == 6 &&
               kIntegerOnlyOps[0] == ReduceOp::kBand && kIntegerOnlyOps[5] == ReduceOp::kLxor);
-bool is_valid(ReduceOp op) noexcept { return op <= ReduceOp::kLxor; }
-
-bool is_floating(DataType dtype) noexcept {
-  return dtype == DataType::kF16 || dtype == DataType::kBF16 || dtype == DataType::kF32 ||
-         dtype == DataType::kF64;
-}
 
 std::optional<DataType> parse_dtype(std::string_view name) {
   for (DataType d : kAllDataTypes)
     if (dtype_name(d) == name) return d;
   return std::nullopt;
-}
-
-bool is_integer_only(ReduceOp op) noexcept {
-  return op >= ReduceOp::kBand && op <= ReduceOp::kLxor;
 }
 
 std::optional<ReduceOp> parse_op(std::string_view name) {

@@ -660,12 +660,17 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     box.publish(me - base, seq, kLeanHeader + counts + (direct ? kLeanAddress : data),
                 node::Lane::kLean);
     LeanScratch& k = lean_[local];
-    k.heads.resize(world_);
-    k.inputs.assign(world_, nullptr);
-    k.sizes.assign(world_, 0);
-    k.address.assign(world_, 0);
-    bool lean = true;
+    if (k.heads.size() != world_) {  // (once: every entry is written below, per call)
+      k.heads.resize(world_);
+      k.inputs.resize(world_);
+      k.sizes.resize(world_);
+      k.address.resize(world_);
+    }
+    bool lean = true, any_direct = false;  // (any_direct: a peer's input is read from its memory)
     for (std::size_t r = 0; r < world_; ++r) {
+      k.inputs[r] = nullptr;
+      k.sizes[r] = 0;
+      k.address[r] = 0;
       if (r == me) {
         k.heads[r] = head;
         // (An all-to-all-v's counts stay in the slot; its own rows are the input.)
@@ -684,17 +689,22 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       std::memcpy(k.heads[r].data(), got.data(), kLeanHeader);
       k.inputs[r] = got.data() + kLeanHeader;
       k.sizes[r] = got.size() - kLeanHeader;
-      if ((k.heads[r][0] & kDirectBit) != 0 && !direct_record(k, r, a2a)) lean = false;
+      if ((k.heads[r][0] & kDirectBit) != 0) {
+        if (direct_record(k, r, a2a)) any_direct = true;
+        else lean = false;
+      }
     }
     // Every rank saw the same slots: all fall back alike (no rank reads a
     // direct input then).
     if (!lean || !lean_fits(k.heads, k.sizes, k.inputs, world_, k.plan)) return std::nullopt;
     // The direct inputs this rank needs, copied from their ranks' memory;
     // then every direct rank hears that this one is done with its input.
-    Status read = read_direct(box, k, me, base, deadline);
-    if (!read.is_ok()) return lean_failed(box, me - base, seq, req.kind, direct, read);
-    for (std::size_t r = 0; r < world_; ++r)
-      if (r != me && k.address[r] != 0) box.lean_done(r - base, me - base, seq);
+    if (any_direct) {
+      Status read = read_direct(box, k, me, base, deadline);
+      if (!read.is_ok()) return lean_failed(box, me - base, seq, req.kind, direct, read);
+      for (std::size_t r = 0; r < world_; ++r)
+        if (r != me && k.address[r] != 0) box.lean_done(r - base, me - base, seq);
+    }
     auto outcome = core::catch_to_status(ErrorCode::kInternal, "the lean path", [&] {
       return lean_run(k.plan, req, me, k.inputs, adapter, device);
     });

@@ -9,9 +9,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "core/fault.hpp"
+#include "core/flight_recorder.hpp"
 #include "test_support.hpp"
 
 namespace ruccl::test {
@@ -394,6 +397,64 @@ TEST(FlightRecorder, OffOrAUserAbortDumpsNothing) {
     EXPECT_FALSE(contains(s.message(), "flight recorder")) << describe(s);
   }
   EXPECT_FALSE(std::ifstream(log).good()) << slurp(log);
+}
+
+// A dump reads a ring while its rank writes it (the SIGUSR1 dumper, a peer's
+// failure): every entry it shows is one the rank wrote whole, in order.
+TEST(FlightRecorder, ADumpWhileItsRankWritesShowsWholeEntries) {
+  core::FlightRecorder recorder(0, 1,
+                                Config().with_flight_recorder(8).with_flight_recorder_signal(
+                                    false));
+  constexpr std::size_t kDumps = 3000;
+  std::atomic<bool> dumped{false}, writing{false};
+  std::uint64_t calls = 0;
+  std::thread rank([&] {  // writes until the reader has its dumps
+    core::Request req;
+    req.kind = CollectiveKind::kReduce;
+    for (; !dumped.load(std::memory_order_relaxed) || calls < 16; ++calls) {
+      req.root = calls % 7;
+      recorder.begin(0, calls, req, calls * 3, std::chrono::steady_clock::now());
+      recorder.mark(0, core::FlightState::kAgreed);
+      (void)recorder.end(0, Status::ok(), false);
+      writing.store(true, std::memory_order_relaxed);
+    }
+  });
+  while (!writing.load()) std::this_thread::yield();  // (the dumps below overlap the writes)
+  std::size_t entries = 0;
+  for (std::size_t dump = 0; dump < kDumps; ++dump) {
+    const std::string text = recorder.render("test");
+    std::istringstream lines(text);
+    std::string line;
+    std::optional<unsigned long long> last;
+    while (std::getline(lines, line)) {
+      const auto at = line.find("FLIGHT reduce #");
+      if (at == std::string::npos) continue;
+      unsigned long long seq = 0, bytes = 0, root = 0;
+      ASSERT_EQ(std::sscanf(line.c_str() + at,
+                            "FLIGHT reduce #%llu bytes=%llu dtype=f32 op=sum root=%llu", &seq,
+                            &bytes, &root),
+                3)
+          << line;
+      EXPECT_EQ(bytes, seq * 3) << line;
+      EXPECT_EQ(root, seq % 7) << line;
+      if (last) {
+        EXPECT_EQ(seq, *last + 1) << text;
+      }
+      last = seq;
+      ++entries;
+    }
+  }
+  dumped.store(true);
+  rank.join();
+  const std::string end = recorder.render("end");
+  const unsigned long long final_seq = calls - 1;
+  EXPECT_TRUE(contains(end, "last 8 of " + std::to_string(calls) + " collectives")) << end;
+  EXPECT_TRUE(contains(end, "FLIGHT reduce #" + std::to_string(final_seq) +
+                                " bytes=" + std::to_string(final_seq * 3) +
+                                " dtype=f32 op=sum root=" + std::to_string(final_seq % 7) +
+                                " state=done"))
+      << end;
+  EXPECT_GT(entries, 0u);
 }
 
 TEST(FlightRecorder, Sigusr1DumpsEveryLiveCommunicator) {

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -193,6 +194,83 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
     });
     EXPECT_TRUE(f.empty()) << "threshold " << threshold << ": " << f.report();
   }
+}
+
+// Each call of a rank starts from its own arguments only: kinds, forms
+// (value and into), roles (a broadcast's sender then receiver), shapes and
+// counts change from call to call, and nothing of the one before (its output
+// buffer, root, send counts, shape) carries over.
+TEST(WorldRequests, EachCallStartsFromItsOwnArgumentsOnly) {
+  const std::size_t world = tested_factory().worlds({}).front();
+  auto comm = tested_factory().make_comm(world, test_config(world));
+  Failures f;
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
+    const DeviceId dev = tested_backend().device(rank);
+    const auto w = static_cast<std::int32_t>(world);
+    const auto r = static_cast<std::int32_t>(rank);
+    const std::int32_t rank_sum = w * (w - 1) / 2;
+    const auto i32 = [&](std::int32_t* p, Shape shape) {
+      return TensorView{p, DataType::kI32, std::move(shape), dev, nullptr};
+    };
+    for (int round = 0; round < 3; ++round) {
+      // 1. reduce into a caller's buffer, to the last rank
+      std::vector<std::int32_t> in(6), kept(6, -7);
+      for (std::size_t i = 0; i < in.size(); ++i) in[i] = r + static_cast<std::int32_t>(i);
+      Status s = comm->reduce_into(rank, i32(in.data(), {5}), i32(kept.data(), {5}), ReduceOp::kSum,
+                                   world - 1);
+      RANK_CHECK(f, rank, s.is_ok() && (rank != world - 1 || kept[4] == rank_sum + 4 * w),
+                 "reduce_into: " << describe(s) << " got " << kept[4]);
+      const std::vector<std::int32_t> before = kept;
+      // 2. an all-reduce's value form: a new tensor, the last buffer untouched
+      auto t = comm->all_reduce(rank, i32(in.data(), {3}), ReduceOp::kMax);
+      RANK_CHECK(f, rank,
+                 t.is_ok() && t->shape() == Shape{3} && t->as<std::int32_t>()[2] == w - 1 + 2,
+                 "all_reduce value: " << describe(t.status()));
+      RANK_CHECK(f, rank, kept == before, "the value form wrote the last call's output");
+      // 3. into a 2-D buffer
+      std::vector<std::int32_t> grid(6, -7);
+      s = comm->all_reduce_into(rank, i32(in.data(), {2, 3}), i32(grid.data(), {2, 3}),
+                                ReduceOp::kSum);
+      RANK_CHECK(f, rank, s.is_ok() && grid[5] == rank_sum + 5 * w,
+                 "all_reduce_into 2x3: " << describe(s) << " got " << grid[5]);
+      // 4. broadcast, value form, from rank 0; then into, from the last rank
+      std::vector<std::int32_t> b(4);
+      for (std::size_t i = 0; i < b.size(); ++i) b[i] = 100 * r + static_cast<std::int32_t>(i);
+      const TensorView bin = i32(b.data(), {2, 2});
+      auto bt = comm->broadcast(rank, rank == 0 ? &bin : nullptr);
+      RANK_CHECK(f, rank,
+                 bt.is_ok() && bt->shape() == (Shape{2, 2}) && bt->as<std::int32_t>()[3] == 3,
+                 "broadcast value from 0: " << describe(bt.status()));
+      std::vector<std::int32_t> bout(4, -7);
+      const TensorView bin4 = i32(b.data(), {4});
+      s = comm->broadcast_into(rank, rank == world - 1 ? &bin4 : nullptr, i32(bout.data(), {4}));
+      RANK_CHECK(f, rank, s.is_ok() && bout[3] == 100 * (w - 1) + 3,
+                 "broadcast_into from the last rank: " << describe(s) << " got " << bout[3]);
+      // 5. all-to-all-v (one row to every rank), then an all-gather's value form
+      std::vector<std::int32_t> a(world), aout(world, -7);
+      for (std::size_t d = 0; d < world; ++d) a[d] = 10 * r + static_cast<std::int32_t>(d);
+      std::vector<std::size_t> counts(world, 1), recv;
+      s = comm->all_to_all_v_into(rank, i32(a.data(), {world}), counts, i32(aout.data(), {world}),
+                                  recv);
+      RANK_CHECK(f, rank, s.is_ok() && aout[world - 1] == 10 * (w - 1) + r,
+                 "all_to_all_v_into: " << describe(s));
+      std::int32_t one = r;
+      auto g = comm->all_gather(rank, i32(&one, {1}));
+      RANK_CHECK(f, rank,
+                 g.is_ok() && g->shape() == Shape{world} &&
+                     g->as<std::int32_t>()[world - 1] == w - 1,
+                 "all_gather value: " << describe(g.status()));
+      // 6. a reduce-scatter's value form: each rank its row of the sum
+      std::vector<std::int32_t> rows(world * 2);
+      for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = r + static_cast<std::int32_t>(i);
+      auto rs = comm->reduce_scatter(rank, i32(rows.data(), {world, 2}), ReduceOp::kSum);
+      RANK_CHECK(f, rank,
+                 rs.is_ok() && rs->shape() == (Shape{1, 2}) &&
+                     rs->as<std::int32_t>()[1] == rank_sum + w * (2 * r + 1),
+                 "reduce_scatter value: " << describe(rs.status()));
+    }
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
 }
 
 }  // namespace
