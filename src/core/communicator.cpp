@@ -588,6 +588,10 @@ Status copy_now(DeviceAdapter& adapter, DeviceId device, void* dst, const void* 
 
 }  // namespace
 
+namespace {
+void refill(core::Request& req, CollectiveKind kind, const TensorView& in, const TensorView* out);
+}  // namespace
+
 Status Communicator::barrier(std::size_t rank) {
   // A collective of no data: numbered, agreed with every rank (across
   // processes each rank hears from every other) and completed by none before
@@ -595,8 +599,18 @@ Status Communicator::barrier(std::size_t rank) {
   const std::size_t local = rank - impl_->first;
   const DeviceId device =
       rank >= impl_->first && local < impl_->devices.size() ? impl_->devices[local] : DeviceId{};
-  const TensorView none = TensorView::of(nullptr, DataType::kU8, 0, device);
-  return all_reduce_into(rank, none, none, ReduceOp::kMax);
+  // (The views' zero-length shapes are written into the rank's request, whose
+  // storage stays: a barrier allocates nothing.)
+  const TensorView none{nullptr, DataType::kU8, {}, device, nullptr};
+  return impl_
+      ->call(rank, CallOptions{},
+             [&](core::Request& req) {
+               refill(req, CollectiveKind::kAllReduce, none, &none);
+               req.op = ReduceOp::kMax;
+               req.in.shape.assign(1, 0);
+               req.out->shape.assign(1, 0);
+             })
+      .status();
 }
 
 Result<Communicator::Split> Communicator::split(std::size_t rank, std::int64_t color,

@@ -58,8 +58,8 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   return run(Coll::kAllreduce, comm, [&]() -> Status {
     const std::size_t n = static_cast<std::size_t>(count) * red->lanes;
     const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    return r->comm->all_reduce_into(r->rank, host_view(in, red->dtype, n),
-                                    host_view(recvbuf, red->dtype, n), red->op);
+    return r->comm->all_reduce_into(r->rank, r->view(0, in, red->dtype, n),
+                                    r->view(1, recvbuf, red->dtype, n), red->op);
   });
 }
 
@@ -74,9 +74,9 @@ std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Dat
     const std::size_t ruccl_root = r->ruccl_of_mpi[static_cast<std::size_t>(root)];
     const bool is_root = r->rank == ruccl_root;
     const void* in = is_root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    const TensorView out =
-        is_root ? host_view(recvbuf, red->dtype, n) : host_view(nullptr, red->dtype, 0);
-    return r->comm->reduce_into(r->rank, host_view(in, red->dtype, n), out, red->op, ruccl_root);
+    const TensorView& out =
+        is_root ? r->view(1, recvbuf, red->dtype, n) : r->view(1, nullptr, red->dtype, 0);
+    return r->comm->reduce_into(r->rank, r->view(0, in, red->dtype, n), out, red->op, ruccl_root);
   });
 }
 
@@ -86,7 +86,8 @@ std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, M
   Route* r = routed(Coll::kBcast, comm, local);
   if (r == nullptr) return std::nullopt;
   return run(Coll::kBcast, comm, [&]() -> Status {
-    const TensorView v = host_view(buffer, DataType::kBytes, static_cast<std::size_t>(count) * es);
+    const TensorView& v =
+        r->view(0, buffer, DataType::kBytes, static_cast<std::size_t>(count) * es);
     const bool is_root = r->rank == r->ruccl_of_mpi[static_cast<std::size_t>(root)];
     return r->comm->broadcast_into(r->rank, is_root ? &v : nullptr, v);
   });
@@ -101,13 +102,13 @@ std::optional<int> allgather(const void* sendbuf, int sendcount, MPI_Datatype se
   return run(Coll::kAllgather, comm, [&]() -> Status {
     const std::size_t block = static_cast<std::size_t>(recvcount) * res;
     auto* out = static_cast<std::byte*>(recvbuf);
-    const TensorView all = host_view(out, DataType::kBytes, block * r->size);
+    const TensorView& all = r->view(1, out, DataType::kBytes, block * r->size);
     if (sendbuf == MPI_IN_PLACE)
       return r->comm->all_gather_into(r->rank,
-                                      host_view(out + r->rank * block, DataType::kBytes, block),
+                                      r->view(0, out + r->rank * block, DataType::kBytes, block),
                                       all);
     const std::size_t sent = static_cast<std::size_t>(sendcount) * ses;
-    return r->comm->all_gather_into(r->rank, host_view(sendbuf, DataType::kBytes, sent), all);
+    return r->comm->all_gather_into(r->rank, r->view(0, sendbuf, DataType::kBytes, sent), all);
   });
 }
 
@@ -121,13 +122,13 @@ std::optional<int> reduce_scatter_block(const void* sendbuf, void* recvbuf, int 
     const std::size_t n = static_cast<std::size_t>(recvcount) * red->lanes;
     const std::size_t bytes = n * dtype_size(red->dtype);
     if (sendbuf != MPI_IN_PLACE)
-      return r->comm->reduce_scatter_into(r->rank, host_view(sendbuf, red->dtype, n * r->size),
-                                          host_view(recvbuf, red->dtype, n), red->op);
+      return r->comm->reduce_scatter_into(r->rank, r->view(0, sendbuf, red->dtype, n * r->size),
+                                          r->view(1, recvbuf, red->dtype, n), red->op);
     // In place: ruccl leaves shard r at its place in the input; MPI wants it first.
     auto* base = static_cast<std::byte*>(recvbuf);
     std::byte* shard = base + r->rank * bytes;
-    RUCCL_TRY(r->comm->reduce_scatter_into(r->rank, host_view(base, red->dtype, n * r->size),
-                                           host_view(shard, red->dtype, n), red->op));
+    RUCCL_TRY(r->comm->reduce_scatter_into(r->rank, r->view(0, base, red->dtype, n * r->size),
+                                           r->view(1, shard, red->dtype, n), red->op));
     if (shard != base) std::memmove(base, shard, bytes);
     return Status::ok();
   });

@@ -86,6 +86,20 @@ struct Route {
   std::vector<std::size_t> ruccl_of_mpi;  // ruccl rank of each MPI rank
   bool identity = true;                   // ruccl_of_mpi[r] == r for every r
   Why failed = Why::kRouted;              // kRouted: usable
+  // 1-D views of host memory for the call in progress, views[i] rewritten
+  // per call (a communicator's collectives run one at a time; the layer
+  // routes nothing under MPI_THREAD_MULTIPLE), so that a call allocates no
+  // shape: host_view's, without its allocation.
+  const TensorView& view(std::size_t i, const void* data, DataType dtype, std::size_t count) {
+    TensorView& v = views[i];
+    v.data = const_cast<void*>(data);
+    v.dtype = dtype;
+    if (v.shape.size() == 1) v.shape[0] = count;
+    else v.shape.assign(1, count);
+    v.device = host_device(0);
+    return v;
+  }
+  TensorView views[2];
 };
 
 class Registry {

@@ -28,6 +28,7 @@
 #include "world/delivered_run.hpp"
 #include "world/faulty_transport.hpp"
 #include "world/fingerprint_codec.hpp"
+#include "world/lean_codec.hpp"
 #include "world/node_run.hpp"
 #include "world/shared_links.hpp"
 
@@ -43,165 +44,6 @@ constexpr std::uint32_t kAcrossComm = 2;   // ... of a hierarchical all-reduce's
 // (np=2 all-reduce of 16 MiB on the development VM: 1 MiB pieces ran 0.87-0.90
 // of the time of 4 MiB ones, interleaved runs).
 constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
-// ---- the lean path's fingerprint and decision (WorldRemoteRanks::lean) ----
-// Eight words: dtype | op << 8 | dims << 16 | kind << 24 | has_input << 32 |
-// has_output << 33; count; budget; root; up to kLeanDims dims of the tensor.
-constexpr std::size_t kLeanDims = 4;
-constexpr std::size_t kLeanHeader = 64;
-// The direct form (Config::lean_direct_bytes): h[0] bit 34, and in place of
-// the input (after an all-to-all-v's counts) its address in the rank's
-// process and its bytes, two words; the readers copy it themselves.
-constexpr std::uint64_t kDirectBit = std::uint64_t{1} << 34;
-constexpr std::size_t kLeanAddress = 2 * sizeof(std::uint64_t);
-using LeanHeader = std::array<std::uint64_t, kLeanHeader / 8>;
-
-// An all_to_all_v's header: h[1] is the row width (elements), h[3] this
-// rank's output capacity (elements; all ones for the value form), no dims;
-// its slot holds the send counts (one word per rank) before the rows.
-bool lean_kind(CollectiveKind kind) {
-  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduce ||
-         kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather ||
-         kind == CollectiveKind::kReduceScatter || kind == CollectiveKind::kAllToAllV;
-}
-constexpr std::uint64_t kNoCapacity = ~std::uint64_t{0};
-
-LeanHeader lean_header(const core::Request& req, const core::Geometry& g, const TensorView* view) {
-  LeanHeader h{};
-  const bool a2a = req.kind == CollectiveKind::kAllToAllV;
-  const std::size_t dims = view && !a2a ? view->shape.size() : 0;
-  h[0] = static_cast<std::uint64_t>(req.dtype) | std::uint64_t(req.op) << 8 |
-         std::uint64_t(dims) << 16 | std::uint64_t(req.kind) << 24 |
-         std::uint64_t(req.has_input ? 1 : 0) << 32 | std::uint64_t(req.out ? 1 : 0) << 33;
-  h[1] = g.count;
-  h[2] = req.max_chunk_bytes;
-  h[3] = req.kind == CollectiveKind::kReduce ? req.root : 0;
-  for (std::size_t d = 0; d < dims; ++d) h[4 + d] = view->shape[d];
-  if (a2a) {
-    h[0] &= ~std::uint64_t{0xff00};  // the op does not take part
-    h[1] = g.unit;
-    h[3] = req.out ? req.out->count() : kNoCapacity;
-  }
-  return h;
-}
-
-struct LeanPlan {
-  CollectiveKind kind = CollectiveKind::kAllReduce;
-  DataType dtype = DataType::kBytes;
-  ReduceOp op = ReduceOp::kSum;
-  std::size_t count = 0;  // elements of each input (the sender's, for a broadcast)
-  std::size_t root = 0;   // reduce's root, broadcast's sender
-  Shape shape;            // of each input (the sender's)
-  // all_to_all_v: `count` is the row width; rows[s * world + d] rows go from s to d.
-  std::vector<std::size_t> rows;
-};
-
-// Whether every rank's header equals rank 0's but for has_output (value and
-// into forms may mix) and, for an all_to_all_v, the output capacity.
-bool same_headers(const std::vector<LeanHeader>& heads, std::size_t world, bool but_capacity) {
-  constexpr std::uint64_t kFormBits = std::uint64_t{1} << 33 | kDirectBit;
-  for (std::size_t r = 1; r < world; ++r) {
-    LeanHeader a = heads[r], b = heads[0];
-    a[0] &= ~kFormBits;
-    b[0] &= ~kFormBits;
-    if (but_capacity) a[3] = b[3] = 0;
-    if (a != b) return false;
-  }
-  return true;
-}
-
-// An all_to_all_v's slots: every rank's send counts (read from its slot, not
-// trusted: they must add up to its payload, with no overflow) fit every
-// receiver's capacity, and a row fits the budget; else the agreement decides
-// and names what is wrong.
-bool lean_fits_a2a(const std::vector<LeanHeader>& heads, const std::vector<std::size_t>& sizes,
-                   const std::vector<const std::byte*>& inputs, std::size_t world, LeanPlan& plan) {
-  const LeanHeader& h0 = heads[0];
-  if (!same_headers(heads, world, true)) return false;
-  if ((h0[0] & 0xff) > static_cast<std::uint64_t>(DataType::kBytes)) return false;
-  plan.kind = CollectiveKind::kAllToAllV;
-  plan.dtype = static_cast<DataType>(h0[0] & 0xff);
-  plan.op = ReduceOp::kSum;
-  plan.count = h0[1];
-  plan.root = 0;
-  plan.shape.clear();
-  plan.rows.assign(world * world, 0);
-  const auto row_bytes = checked_mul(plan.count, dtype_size(plan.dtype));
-  if (!row_bytes || *row_bytes == 0 || *row_bytes > h0[2]) return false;
-  const auto counts_bytes = checked_mul(world, sizeof(std::uint64_t));
-  if (!counts_bytes) return false;
-  std::vector<std::size_t> received(world, 0);
-  for (std::size_t s = 0; s < world; ++s) {
-    if (sizes[s] < *counts_bytes) return false;
-    std::optional<std::size_t> total = 0;
-    for (std::size_t d = 0; d < world && total; ++d) {
-      std::uint64_t c = 0;
-      std::memcpy(&c, inputs[s] + d * sizeof c, sizeof c);
-      plan.rows[s * world + d] = c;
-      total = checked_add(*total, c);
-      const auto in_d = checked_add(received[d], c);
-      if (!in_d) return false;
-      received[d] = *in_d;
-    }
-    const auto payload = total ? checked_mul(*total, *row_bytes) : std::nullopt;
-    if (!payload || *payload != sizes[s] - *counts_bytes) return false;
-  }
-  for (std::size_t d = 0; d < world; ++d) {
-    const auto elements = checked_mul(received[d], plan.count);
-    if (!elements || (heads[d][3] != kNoCapacity && *elements > heads[d][3])) return false;
-  }
-  return true;
-}
-
-// Whether the ranks' lean slots (their headers and payload sizes) make one
-// collective that the lean path runs; the same answer on every rank. What it
-// refuses (any difference) goes to the agreement, which names it.
-// `plan` (the caller's, reused: no allocation per call) is filled when it fits.
-bool lean_fits(const std::vector<LeanHeader>& heads, const std::vector<std::size_t>& sizes,
-               const std::vector<const std::byte*>& inputs, std::size_t world, LeanPlan& plan) {
-  const auto field = [](const LeanHeader& h, unsigned shift, std::uint64_t mask) {
-    return (h[0] >> shift) & mask;
-  };
-  const LeanHeader& h0 = heads[0];
-  const auto kind = static_cast<CollectiveKind>(field(h0, 24, 0xff));
-  if (!lean_kind(kind)) return false;
-  if (kind == CollectiveKind::kAllToAllV) return lean_fits_a2a(heads, sizes, inputs, world, plan);
-  std::size_t lead = 0;  // the rank whose header describes the data
-  if (kind == CollectiveKind::kBroadcast) {
-    std::size_t senders = 0;
-    for (std::size_t r = 0; r < world; ++r)
-      if (field(heads[r], 32, 1) != 0) lead = r, ++senders;
-    if (senders != 1) return false;
-    const LeanHeader& s = heads[lead];
-    for (std::size_t r = 0; r < world; ++r) {
-      const LeanHeader& h = heads[r];
-      if (field(h, 24, 0xff) != field(s, 24, 0xff) || h[2] != s[2]) return false;
-      if (r == lead || field(h, 33, 1) == 0) continue;  // a value form takes the sender's
-      if (field(h, 0, 0xff) != field(s, 0, 0xff) || h[1] != s[1]) return false;
-    }
-  } else {
-    if (!same_headers(heads, world, false)) return false;
-    if (kind == CollectiveKind::kReduce && h0[3] >= world) return false;
-  }
-  const LeanHeader& h = heads[lead];
-  const std::uint64_t dims = field(h, 16, 0xff);
-  if (dims > kLeanDims || field(h, 0, 0xff) > static_cast<std::uint64_t>(DataType::kBytes))
-    return false;
-  plan.kind = kind;
-  plan.dtype = static_cast<DataType>(field(h, 0, 0xff));
-  plan.op = static_cast<ReduceOp>(field(h, 8, 0xff));
-  plan.count = h[1];
-  plan.root = kind == CollectiveKind::kBroadcast ? lead : h[3];
-  plan.shape.assign(h.begin() + 4, h.begin() + 4 + static_cast<std::ptrdiff_t>(dims));
-  plan.rows.clear();
-  // Every input is where its header says (bytes of the count).
-  const std::size_t bytes = plan.count * dtype_size(plan.dtype);
-  for (std::size_t r = 0; r < world; ++r) {
-    const bool sends = kind != CollectiveKind::kBroadcast || r == lead;
-    if (sizes[r] != (sends ? bytes : 0)) return false;
-  }
-  return true;
-}
-
 // Where this rank's output of `bytes` goes: the caller's buffer, or (value
 // forms) a new tensor of `shape` in `out`.
 Result<std::byte*> output_of(const core::Request& req, core::RankOutcome& out,
@@ -213,14 +55,6 @@ Result<std::byte*> output_of(const core::Request& req, core::RankOutcome& out,
   auto* d = static_cast<std::byte*>(mem.value().get());
   out.tensor.emplace(std::move(mem).value(), dtype, std::move(shape), device);
   return d;
-}
-
-// An all_to_all_v's rows that source `s` sends to the ranks before `d`: where
-// its block for `d` starts in its payload.
-std::size_t rows_before(const LeanPlan& plan, std::size_t world, std::size_t s, std::size_t d) {
-  std::size_t before = 0;
-  for (std::size_t k = 0; k < d; ++k) before += plan.rows[s * world + k];
-  return before;
 }
 
 // A copy that may be onto itself (an in-place caller's own input, direct form).
@@ -636,14 +470,14 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     LeanHeader head = lean_header(req, geometry, view);
     if (direct) head[0] |= kDirectBit;
     const std::span<std::byte> slot = box.slot(me - base, seq, node::Lane::kLean);
-    std::memcpy(slot.data(), head.data(), kLeanHeader);
+    const std::size_t hb = encode_lean_head(head, slot.data());  // (an all-to-all-v's: 64)
     for (std::size_t d = 0; d < world_ && a2a; ++d) {
       const std::uint64_t c = req.send_counts[d];
-      std::memcpy(slot.data() + kLeanHeader + d * sizeof c, &c, sizeof c);
+      std::memcpy(slot.data() + hb + d * sizeof c, &c, sizeof c);
     }
     if (direct) {
       const std::uint64_t where[2] = {reinterpret_cast<std::uintptr_t>(req.in.data), data};
-      std::memcpy(slot.data() + kLeanHeader + counts, where, kLeanAddress);
+      std::memcpy(slot.data() + hb + counts, where, kLeanAddress);
     } else if (data > 0 && a2a) {
       // Every block but this rank's own, which lean_run copies from the input.
       const std::size_t row = geometry.unit * dtype_size(req.dtype);
@@ -652,13 +486,12 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       const std::size_t at = std::min(own * row, data);
       const std::size_t end = std::min(at + req.send_counts[me] * row, data);
       const auto* in = static_cast<const std::byte*>(req.in.data);
-      std::memcpy(slot.data() + kLeanHeader + counts, in, at);
-      std::memcpy(slot.data() + kLeanHeader + counts + end, in + end, data - end);
+      std::memcpy(slot.data() + hb + counts, in, at);
+      std::memcpy(slot.data() + hb + counts + end, in + end, data - end);
     } else if (data > 0) {
-      std::memcpy(slot.data() + kLeanHeader + counts, req.in.data, data);
+      std::memcpy(slot.data() + hb + counts, req.in.data, data);
     }
-    box.publish(me - base, seq, kLeanHeader + counts + (direct ? kLeanAddress : data),
-                node::Lane::kLean);
+    box.publish(me - base, seq, hb + counts + (direct ? kLeanAddress : data), node::Lane::kLean);
     LeanScratch& k = lean_[local];
     if (k.heads.size() != world_) {  // (once: every entry is written below, per call)
       k.heads.resize(world_);
@@ -675,20 +508,20 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         k.heads[r] = head;
         // (An all-to-all-v's counts stay in the slot; its own rows are the input.)
         k.inputs[r] =
-            direct && !a2a ? static_cast<const std::byte*>(req.in.data) : slot.data() + kLeanHeader;
+            direct && !a2a ? static_cast<const std::byte*>(req.in.data) : slot.data() + hb;
         k.sizes[r] = bytes;
         continue;
       }
       auto m = box.wait(me - base, r - base, seq, deadline, node::Lane::kLean);
       if (!m) return lean_failed(box, me - base, seq, req.kind, direct, m.status());
       const std::span<const std::byte> got = m.value().bytes;
-      if (m.value().lane != node::Lane::kLean || got.size() < kLeanHeader) {
+      std::size_t their = 0;  // the bytes of their header's form
+      if (m.value().lane != node::Lane::kLean || !decode_lean_head(got, k.heads[r], their)) {
         lean = false;
         continue;
       }
-      std::memcpy(k.heads[r].data(), got.data(), kLeanHeader);
-      k.inputs[r] = got.data() + kLeanHeader;
-      k.sizes[r] = got.size() - kLeanHeader;
+      k.inputs[r] = got.data() + their;
+      k.sizes[r] = got.size() - their;
       if ((k.heads[r][0] & kDirectBit) != 0) {
         if (direct_record(k, r, a2a)) any_direct = true;
         else lean = false;

@@ -1,13 +1,15 @@
 // Writes the seed corpus: valid messages and fingerprints the fuzzers mutate.
 //   ruccl_fuzz_seeds <corpus dir>   (writes <dir>/fuzz_wire_header/*, <dir>/fuzz_fingerprint/*,
-//                                    <dir>/fuzz_agree/*)
+//                                    <dir>/fuzz_agree/*, <dir>/fuzz_lean/*)
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "fuzz_common.hpp"
 #include "world/fingerprint_codec.hpp"
+#include "world/lean_codec.hpp"
 
 namespace {
 using namespace ruccl;
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(root / "fuzz_wire_header");
   std::filesystem::create_directories(root / "fuzz_fingerprint");
   std::filesystem::create_directories(root / "fuzz_agree");
+  std::filesystem::create_directories(root / "fuzz_lean");
 
   // Headers: with payloads of 0, 5 and 64 bytes, each with and without the
   // repair bit.
@@ -126,6 +129,34 @@ int main(int argc, char** argv) {
       }
       write(root / "fuzz_agree" /
                 (std::string(collective_name(kind)) + "_w" + std::to_string(world)),
+            bytes.data(), bytes.size());
+    }
+  }
+  // The lean path's slots: 2 and 3 ranks of an f32 all-reduce (compact
+  // headers) and of a 2x3 one (long), as fuzz_lean reads them.
+  for (const std::size_t world : {std::size_t{2}, std::size_t{3}}) {
+    for (const bool two_dims : {false, true}) {
+      core::Request q =
+          request(CollectiveKind::kAllReduce, two_dims ? Shape{2, 3} : Shape{6}, world);
+      q.in = TensorView{nullptr, DataType::kF32, q.shape, host_device(0), nullptr};
+      const world::LeanHeader h = world::lean_header(q, geometry_of(q), &q.in);
+      std::vector<std::uint8_t> bytes = {static_cast<std::uint8_t>(world - 1)};
+      std::vector<std::uint8_t> slots;
+      for (std::size_t r = 0; r < world; ++r) {
+        std::byte slot[world::kLeanHeader + 6 * sizeof(float)] = {};
+        const std::size_t head = world::encode_lean_head(h, slot);
+        for (std::size_t i = 0; i < 6; ++i) {
+          const float x = static_cast<float>(r * 10 + i);
+          std::memcpy(slot + head + i * sizeof x, &x, sizeof x);
+        }
+        const std::size_t n = head + 6 * sizeof(float);  // a multiple of 4
+        bytes.push_back(static_cast<std::uint8_t>(n / 4));
+        const auto* p = reinterpret_cast<const std::uint8_t*>(slot);
+        slots.insert(slots.end(), p, p + n);
+      }
+      bytes.insert(bytes.end(), slots.begin(), slots.end());
+      write(root / "fuzz_lean" /
+                ("all_reduce_w" + std::to_string(world) + (two_dims ? "_2d" : "_1d")),
             bytes.data(), bytes.size());
     }
   }
