@@ -90,6 +90,21 @@ Status check_record_geometry(const Request& req, const Geometry& g, std::size_t 
   return Status::ok();
 }
 
+namespace {
+bool same_view(const TensorView& a, const TensorView& b) {
+  return a.data == b.data && a.dtype == b.dtype && a.device == b.device && a.stream == b.stream &&
+         a.shape == b.shape;
+}
+}  // namespace
+
+bool same_request(const Request& a, const Request& b) {
+  return a.kind == b.kind && a.dtype == b.dtype && a.op == b.op && a.root == b.root &&
+         a.has_input == b.has_input && a.max_chunk_bytes == b.max_chunk_bytes &&
+         a.out.has_value() == b.out.has_value() && same_view(a.in, b.in) &&
+         (!a.out || same_view(*a.out, *b.out)) && a.shape == b.shape &&
+         a.send_counts == b.send_counts;
+}
+
 Result<Geometry> check_local(const Request& req, std::size_t rank, std::size_t world,
                              DeviceId device) {
   const CollectiveRules& kind = rules(req.kind);

@@ -28,6 +28,12 @@ struct Request {
   std::optional<TensorView> out;   // nullopt: allocate the output (value form)
 };
 
+// Whether two requests are alike in every field check_local reads (all of
+// them: kind, dtype, op, root, has_input, shape, send counts, budget, and both
+// views with their addresses): check_local, a pure function of the request
+// and its rank, gives both the same answer.
+bool same_request(const Request& a, const Request& b);
+
 // Facts derived from a request, valid once check_local passed.
 struct Geometry {
   std::size_t count = 0;  // input elements (output elements for broadcast receivers)

@@ -27,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   bool all = true;
   for (std::size_t r = 0; r < world; ++r) {
     const std::size_t n = std::min<std::size_t>(std::size_t{data[1 + r]} * 4, left);
-    slots[r].assign(reinterpret_cast<const std::byte*>(at), reinterpret_cast<const std::byte*>(at) + n);
+    slots[r].assign(reinterpret_cast<const std::byte*>(at),
+                    reinterpret_cast<const std::byte*>(at) + n);
     at += n;
     left -= n;
     std::size_t head = 0;

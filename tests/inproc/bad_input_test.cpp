@@ -602,5 +602,47 @@ TEST(BadInput, EveryEntryPointAnswersWithAClearErrorAndLosesNothing) {
   }
 }
 
+// A rank's check is kept for the same request again (a loop over the same
+// buffers checks once); any argument that changes is checked anew: a null
+// output, a short one, another rank's device, another budget, then the good
+// call again.
+TEST(BadInput, ARepeatedCallIsCheckedAgainWhenAnArgumentChanges) {
+  constexpr std::size_t kRanks = 2, kN = 8;
+  auto comm = make_comm(kRanks, test_config(kRanks, std::chrono::seconds(20)));
+  Failures f;
+  run_ranks(kRanks, f, [&](std::size_t rank) {
+    std::vector<float> in(kN + 1, 1.0f + static_cast<float>(rank)), out(kN + 1, 0.0f);
+    const DeviceId dev = host_device(rank);
+    const TensorView vin = TensorView::of(in.data(), DataType::kF32, kN, dev);
+    const TensorView vout = TensorView::of(out.data(), DataType::kF32, kN, dev);
+    const auto good = [&](const char* when) {
+      std::fill(out.begin(), out.end(), 0.0f);
+      const Status s = comm->all_reduce_into(rank, vin, vout, ReduceOp::kSum);
+      RANK_CHECK(f, rank, s.is_ok() && out[kN - 1] == 3.0f && out[kN] == 0.0f,
+                 when << ": " << describe(s) << " got " << out[kN - 1]);
+    };
+    const auto bad = [&](const char* what, const TensorView& o, ErrorCode code,
+                         CallOptions opt = {}) {
+      const Status s = comm->all_reduce_into(rank, vin, o, ReduceOp::kSum, opt);
+      RANK_CHECK(f, rank, s.code() == code, what << ": " << describe(s));
+    };
+    good("first");
+    good("again");
+    bad("a null output", TensorView::of(nullptr, DataType::kF32, kN, dev),
+        ErrorCode::kInvalidArgument);
+    good("after the null output");
+    bad("a longer output", TensorView::of(out.data(), DataType::kF32, kN + 1, dev),
+        ErrorCode::kShapeMismatch);
+    good("after the longer output");
+    bad("another rank's device",
+        TensorView::of(out.data(), DataType::kF32, kN, host_device(1 - rank)),
+        ErrorCode::kInvalidArgument);
+    good("after the other device");
+    bad("a zero budget", vout, ErrorCode::kBudgetTooSmall, CallOptions{0});
+    good("after the zero budget");
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
 }  // namespace
 }  // namespace ruccl::test

@@ -37,9 +37,9 @@ std::size_t round_trip(const LeanHeader& h, LeanHeader& back) {
 }
 
 TEST(LeanCodec, SmallOneDimHeadersGoCompactAndComeBackTheSame) {
-  for (const auto kind : {CollectiveKind::kAllReduce, CollectiveKind::kReduce,
-                          CollectiveKind::kBroadcast, CollectiveKind::kAllGather,
-                          CollectiveKind::kReduceScatter}) {
+  for (const auto kind :
+       {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kBroadcast,
+        CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
     for (const std::size_t count : {std::size_t{1}, std::size_t{2}, std::size_t{4099}}) {
       const LeanHeader h = header(kind, DataType::kF32, count, 4 << 20, 3, {count});
       LeanHeader back{};
@@ -56,7 +56,7 @@ TEST(LeanCodec, SmallOneDimHeadersGoCompactAndComeBackTheSame) {
 TEST(LeanCodec, WhatTheCompactFormCannotHoldGoesLong) {
   const std::size_t big = std::size_t{1} << 32;
   const LeanHeader cases[] = {
-      header(CollectiveKind::kAllReduce, DataType::kF32, 6, 4096, 0, {2, 3}),    // two dims
+      header(CollectiveKind::kAllReduce, DataType::kF32, 6, 4096, 0, {2, 3}),     // two dims
       header(CollectiveKind::kAllReduce, DataType::kU8, big, 1 << 20, 0, {big}),  // count
       header(CollectiveKind::kAllReduce, DataType::kF32, 2, big, 0, {2}),         // budget
       header(CollectiveKind::kReduce, DataType::kF32, 2, 4096, 1 << 28, {2}),     // root
