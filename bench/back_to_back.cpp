@@ -88,10 +88,10 @@ int main(int argc, char** argv) {
   const std::size_t max_count = o.max_bytes / sizeof(float);
   std::vector<float> in(max_count * world, 1.0f), out(max_count * world, 0.0f);
   if (mpi_rank == 0)
-    std::printf("# ruccl-back-to-back: %s f32 sum, %d processes, %zu calls per block, %zu rounds\n"
-                "# %10s %12s %12s %8s\n",
-                o.coll.c_str(), mpi_size, o.iters, o.rounds, "bytes", "ruccl (us)", "MPI (us)",
-                "ratio");
+    std::printf(
+        "# ruccl-back-to-back: %s f32 sum, %d processes, %zu calls per block, %zu rounds\n"
+        "# %10s %12s %12s %8s\n",
+        o.coll.c_str(), mpi_size, o.iters, o.rounds, "bytes", "ruccl (us)", "MPI (us)", "ratio");
   int failed = 0;
   for (std::size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
     const std::size_t n = bytes / sizeof(float);
@@ -107,9 +107,12 @@ int main(int argc, char** argv) {
       return comm.all_reduce_into(rank, vin, vout, ReduceOp::kSum);
     };
     const auto mpi_call = [&] {
-      if (o.coll == "broadcast") MPI_Bcast(mpi_rank == 0 ? in.data() : out.data(), count, MPI_FLOAT, 0, MPI_COMM_WORLD);
-      else if (o.coll == "reduce") MPI_Reduce(in.data(), out.data(), count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-      else if (o.coll == "all_gather") MPI_Allgather(in.data(), count, MPI_FLOAT, out.data(), count, MPI_FLOAT, MPI_COMM_WORLD);
+      if (o.coll == "broadcast")
+        MPI_Bcast(mpi_rank == 0 ? in.data() : out.data(), count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      else if (o.coll == "reduce")
+        MPI_Reduce(in.data(), out.data(), count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+      else if (o.coll == "all_gather")
+        MPI_Allgather(in.data(), count, MPI_FLOAT, out.data(), count, MPI_FLOAT, MPI_COMM_WORLD);
       else MPI_Allreduce(in.data(), out.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     };
     // A block of calls; its time per call, the largest over the processes.

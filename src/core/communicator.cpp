@@ -6,6 +6,7 @@
 #include "ruccl/communicator.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -88,14 +89,19 @@ struct Communicator::Impl {
   // between calls so that copying the caller's views into it reuses the
   // shapes' storage (a small collective allocates nothing for them).
   std::vector<core::Request> requests;
-  // Per rank, its thread only: the last request whose local check passed, and
-  // its geometry. check_local is a pure function of the request (the rank's
-  // world and device are fixed), so the same request again, a loop over the
-  // same buffers, takes the geometry without the checks (check()).
+  // Per rank, its thread only: the last two requests whose local check
+  // passed, and their geometries. check_local is a pure function of the
+  // request (the rank's world and device are fixed), so the same request
+  // again, a loop over the same buffers (or two calls taking turns), takes
+  // the geometry without the checks (check()).
   struct Checked {
-    bool valid = false;
-    core::Request request;
-    core::Geometry geometry;
+    struct Entry {
+      bool valid = false;
+      core::Request request;
+      core::Geometry geometry;
+    };
+    std::array<Entry, 2> entries;
+    std::size_t next = 0;  // the entry a new request replaces
   };
   std::vector<Checked> checked;
   core::CallObserver observer;  // tracing, logging, flight recorder, staging stats
@@ -339,15 +345,18 @@ void Communicator::Impl::shape_for_agreement(core::Request& req) {
 void Communicator::Impl::check(Call& c) {
   c.geometry = core::catch_to_status(ErrorCode::kInternal, "the local check", [&] {
     if (c.faults.oom_at("check")) throw std::bad_alloc();  // fault injection
-    Checked& last = checked[c.local];
-    if (last.valid && core::same_request(last.request, c.req))
-      return Result<core::Geometry>(last.geometry);
-    last.valid = false;
+    Checked& kept = checked[c.local];
+    for (Checked::Entry& e : kept.entries)
+      if (e.valid && core::same_request(e.request, c.req))
+        return Result<core::Geometry>(e.geometry);
     Result<core::Geometry> g = core::check_local(c.req, c.rank, world, devices[c.local]);
-    if (g) {
-      last.request = c.req;
-      last.geometry = g.value();
-      last.valid = true;
+    if (g) {  // in place of the older entry
+      Checked::Entry& e = kept.entries[kept.next];
+      kept.next = (kept.next + 1) % kept.entries.size();
+      e.valid = false;
+      core::assign_request(e.request, c.req);
+      e.geometry = g.value();
+      e.valid = true;
     }
     return g;
   });
@@ -750,16 +759,6 @@ std::uint64_t Communicator::next_sequence(std::size_t rank) const {
 
 namespace {
 
-// `to` becomes `from`; the shape is copied only where it differs (a rank
-// calling with the same shape again copies a few words).
-void assign_view(TensorView& to, const TensorView& from) {
-  to.data = from.data;
-  to.dtype = from.dtype;
-  if (to.shape != from.shape) to.shape = from.shape;
-  to.device = from.device;
-  to.stream = from.stream;
-}
-
 // A rank's reused request, filled for one call: every field set anew. `out`:
 // the caller's output view, or null (the value form). Each view is copied
 // once, into storage the request kept from its last call.
@@ -772,9 +771,9 @@ void refill(core::Request& req, CollectiveKind kind, const TensorView& in, const
   req.shape.clear();  // (the fingerprint's, filled after the lean path: shape_for_agreement)
   req.send_counts.clear();
   req.max_chunk_bytes = 0;
-  assign_view(req.in, in);
+  core::assign_view(req.in, in);
   if (out == nullptr) req.out.reset();
-  else if (req.out) assign_view(*req.out, *out);
+  else if (req.out) core::assign_view(*req.out, *out);
   else req.out.emplace(*out);
 }
 

@@ -97,6 +97,29 @@ bool same_view(const TensorView& a, const TensorView& b) {
 }
 }  // namespace
 
+void assign_view(TensorView& to, const TensorView& from) {
+  to.data = from.data;
+  to.dtype = from.dtype;
+  if (to.shape != from.shape) to.shape = from.shape;
+  to.device = from.device;
+  to.stream = from.stream;
+}
+
+void assign_request(Request& to, const Request& from) {
+  to.kind = from.kind;
+  to.dtype = from.dtype;
+  to.op = from.op;
+  to.root = from.root;
+  to.has_input = from.has_input;
+  if (to.shape != from.shape) to.shape = from.shape;
+  if (to.send_counts != from.send_counts) to.send_counts = from.send_counts;
+  to.max_chunk_bytes = from.max_chunk_bytes;
+  assign_view(to.in, from.in);
+  if (!from.out) to.out.reset();
+  else if (to.out) assign_view(*to.out, *from.out);
+  else to.out.emplace(*from.out);
+}
+
 bool same_request(const Request& a, const Request& b) {
   return a.kind == b.kind && a.dtype == b.dtype && a.op == b.op && a.root == b.root &&
          a.has_input == b.has_input && a.max_chunk_bytes == b.max_chunk_bytes &&

@@ -28,6 +28,12 @@ struct Request {
   std::optional<TensorView> out;   // nullopt: allocate the output (value form)
 };
 
+// `to` becomes `from`, in the storage `to` has: a shape or the send counts
+// are copied only where they differ (a rank calling with the same shape again
+// copies a few words and allocates nothing).
+void assign_view(TensorView& to, const TensorView& from);
+void assign_request(Request& to, const Request& from);
+
 // Whether two requests are alike in every field check_local reads (all of
 // them: kind, dtype, op, root, has_input, shape, send counts, budget, and both
 // views with their addresses): check_local, a pure function of the request
