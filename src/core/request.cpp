@@ -90,17 +90,26 @@ Status check_record_geometry(const Request& req, const Geometry& g, std::size_t 
   return Status::ok();
 }
 
+
 namespace {
+// Vectors of sizes compared element by element (per call, and mostly one or
+// two elements: no library call).
+bool same_sizes(const std::vector<std::size_t>& a, const std::vector<std::size_t>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
 bool same_view(const TensorView& a, const TensorView& b) {
   return a.data == b.data && a.dtype == b.dtype && a.device == b.device && a.stream == b.stream &&
-         a.shape == b.shape;
+         same_sizes(a.shape, b.shape);
 }
 }  // namespace
 
 void assign_view(TensorView& to, const TensorView& from) {
   to.data = from.data;
   to.dtype = from.dtype;
-  if (to.shape != from.shape) to.shape = from.shape;
+  if (!same_sizes(to.shape, from.shape)) to.shape = from.shape;
   to.device = from.device;
   to.stream = from.stream;
 }
@@ -111,8 +120,8 @@ void assign_request(Request& to, const Request& from) {
   to.op = from.op;
   to.root = from.root;
   to.has_input = from.has_input;
-  if (to.shape != from.shape) to.shape = from.shape;
-  if (to.send_counts != from.send_counts) to.send_counts = from.send_counts;
+  if (!same_sizes(to.shape, from.shape)) to.shape = from.shape;
+  if (!same_sizes(to.send_counts, from.send_counts)) to.send_counts = from.send_counts;
   to.max_chunk_bytes = from.max_chunk_bytes;
   assign_view(to.in, from.in);
   if (!from.out) to.out.reset();
@@ -124,8 +133,8 @@ bool same_request(const Request& a, const Request& b) {
   return a.kind == b.kind && a.dtype == b.dtype && a.op == b.op && a.root == b.root &&
          a.has_input == b.has_input && a.max_chunk_bytes == b.max_chunk_bytes &&
          a.out.has_value() == b.out.has_value() && same_view(a.in, b.in) &&
-         (!a.out || same_view(*a.out, *b.out)) && a.shape == b.shape &&
-         a.send_counts == b.send_counts;
+         (!a.out || same_view(*a.out, *b.out)) && same_sizes(a.shape, b.shape) &&
+         same_sizes(a.send_counts, b.send_counts);
 }
 
 Result<Geometry> check_local(const Request& req, std::size_t rank, std::size_t world,
