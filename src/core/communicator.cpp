@@ -909,7 +909,8 @@ Status Communicator::all_to_all_v_into(std::size_t rank, const TensorView& in,
     req.send_counts.assign(send_counts.begin(), send_counts.end());
   });
   RUCCL_TRY(r);
-  recv_counts = std::move(r.value().recv_counts);
+  // (Into the caller's vector, its room kept.)
+  recv_counts.assign(r.value().recv_counts.begin(), r.value().recv_counts.end());
   return Status::ok();
 }
 

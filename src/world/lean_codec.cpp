@@ -110,7 +110,8 @@ bool lean_fits_a2a(const std::vector<LeanHeader>& heads, const std::vector<std::
   if (!row_bytes || *row_bytes == 0 || *row_bytes > h0[2]) return false;
   const auto counts_bytes = checked_mul(world, sizeof(std::uint64_t));
   if (!counts_bytes) return false;
-  std::vector<std::size_t> received(world, 0);
+  std::vector<std::size_t>& received = plan.received;  // (its room kept: no allocation per call)
+  received.assign(world, 0);
   for (std::size_t s = 0; s < world; ++s) {
     if (sizes[s] < *counts_bytes) return false;
     std::optional<std::size_t> total = 0;

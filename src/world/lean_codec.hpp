@@ -65,6 +65,7 @@ struct LeanPlan {
   Shape shape;            // of each input (the sender's)
   // all_to_all_v: `count` is the row width; rows[s * world + d] rows go from s to d.
   std::vector<std::size_t> rows;
+  std::vector<std::size_t> received;  // lean_fits' own: rows per receiver
 };
 
 // Whether the ranks' lean slots (their headers, payload sizes and payloads)

@@ -81,6 +81,7 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
                          req.out ? Shape() : core::with_rows(req.in.shape, total));
     RUCCL_TRY(dst);
     std::byte* d = dst.value();
+    out.recv_counts.reserve(world);
     for (std::size_t s = 0; s < world; ++s) {
       const std::size_t before = rows_before(plan, world, s, me);
       const std::size_t rows = plan.rows[s * world + me];
