@@ -90,7 +90,6 @@ Status check_record_geometry(const Request& req, const Geometry& g, std::size_t 
   return Status::ok();
 }
 
-
 namespace {
 // Vectors of sizes compared element by element (per call, and mostly one or
 // two elements: no library call).
