@@ -772,9 +772,7 @@ void refill(core::Request& req, CollectiveKind kind, const TensorView& in, const
   req.send_counts.clear();
   req.max_chunk_bytes = 0;
   core::assign_view(req.in, in);
-  if (out == nullptr) req.out.reset();
-  else if (req.out) core::assign_view(*req.out, *out);
-  else req.out.emplace(*out);
+  core::assign_output(req.out, out);
 }
 
 Result<Tensor> tensor_of(Result<core::RankOutcome> r) {

@@ -113,6 +113,12 @@ void assign_view(TensorView& to, const TensorView& from) {
   to.stream = from.stream;
 }
 
+void assign_output(std::optional<TensorView>& to, const TensorView* from) {
+  if (from == nullptr) to.reset();
+  else if (to) assign_view(*to, *from);
+  else to.emplace(*from);
+}
+
 void assign_request(Request& to, const Request& from) {
   to.kind = from.kind;
   to.dtype = from.dtype;
@@ -123,9 +129,7 @@ void assign_request(Request& to, const Request& from) {
   if (!same_sizes(to.send_counts, from.send_counts)) to.send_counts = from.send_counts;
   to.max_chunk_bytes = from.max_chunk_bytes;
   assign_view(to.in, from.in);
-  if (!from.out) to.out.reset();
-  else if (to.out) assign_view(*to.out, *from.out);
-  else to.out.emplace(*from.out);
+  assign_output(to.out, from.out ? &*from.out : nullptr);
 }
 
 bool same_request(const Request& a, const Request& b) {

@@ -32,6 +32,8 @@ struct Request {
 // are copied only where they differ (a rank calling with the same shape again
 // copies a few words and allocates nothing).
 void assign_view(TensorView& to, const TensorView& from);
+// An output view becomes `from` (null: none, the value form), the same way.
+void assign_output(std::optional<TensorView>& to, const TensorView* from);
 void assign_request(Request& to, const Request& from);
 
 // Whether two requests are alike in every field check_local reads (all of
