@@ -153,8 +153,8 @@ FlightRecorder::FlightRecorder(std::size_t first_rank, std::size_t local_ranks,
       prefix_("[ruccl " + expand_path("%h:%p", first_rank) + " rank "),
       rings_(entries_ > 0 ? local_ranks : 0) {
   for (Ring& ring : rings_) {
-    ring.words = std::make_unique<std::atomic<std::uint64_t>[]>(entries_ * kWords);
-    for (std::size_t i = 0; i < entries_; ++i) write(ring, i, Entry{}, 0);
+    ring.words = std::make_unique<std::atomic<std::uint64_t>[]>(entries_ * kStride);
+    for (std::size_t i = 0; i < entries_ * kStride; ++i) ring.words[i].store(0);  // never begun
   }
   if (!enabled()) return;
   SignalDumper& d = signal_dumper();
@@ -197,41 +197,70 @@ FlightRecorder::Entry FlightRecorder::unpack(const Words& w) {
   return e;
 }
 
-void FlightRecorder::write(Ring& ring, std::size_t slot, const Entry& e, std::uint64_t next) {
+void FlightRecorder::write(Ring& ring, std::size_t slot, const Entry& e, std::uint64_t index) {
   const Words w = pack(e);
-  writing(ring, next, [&](std::atomic<std::uint64_t>* words) {
-    std::atomic<std::uint64_t>* at = words + slot * kWords;
-    for (std::size_t i = 0; i < kWords; ++i) at[i].store(w[i], std::memory_order_relaxed);
+  writing(ring.words.get() + slot * kStride, [&](std::atomic<std::uint64_t>* at) {
+    at[kIndex].store(index + 1, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < kWords; ++i) at[kData + i].store(w[i], std::memory_order_relaxed);
   });
 }
 
 std::atomic<std::uint64_t>* FlightRecorder::current(Ring& ring) const {
-  return ring.words.get() + ring.slot * kWords;
+  return ring.words.get() + ring.slot * kStride;
 }
 
 std::vector<FlightRecorder::Entry> FlightRecorder::snapshot(const Ring& ring,
                                                             std::uint64_t& begun) const {
-  std::vector<Words> copy(entries_);
-  // A writer holds the ring odd for a few stores; a rank stuck in a call
-  // writes nothing. After many tries (a writer descheduled mid-entry) the
-  // last copy is taken as it is: a dump is a diagnosis, never a wait.
-  for (int attempt = 0; attempt < 10000; ++attempt) {
-    const std::uint64_t v = ring.version.load(std::memory_order_acquire);
-    if ((v & 1) != 0 && attempt + 1 < 10000) {
-      std::this_thread::yield();
-      continue;
-    }
-    begun = ring.next.load(std::memory_order_relaxed);
-    for (std::size_t i = 0; i < entries_; ++i)
-      for (std::size_t j = 0; j < kWords; ++j)
-        copy[i][j] = ring.words[i * kWords + j].load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);  // the words before the check
-    if (ring.version.load(std::memory_order_relaxed) == v) break;
-  }
-  const std::uint64_t kept = std::min<std::uint64_t>(begun, entries_);
+  struct Copy {
+    std::uint64_t index = 0;  // plus one, as the slot keeps it
+    Words words{};
+  };
+  std::vector<Copy> copies;
+  copies.reserve(entries_);
   std::vector<Entry> out;
-  out.reserve(kept);
-  for (std::uint64_t i = begun - kept; i < begun; ++i) out.push_back(unpack(copy[i % entries_]));
+  out.reserve(entries_);
+  // A writer holds a slot odd for a few stores, and rewrites only its current
+  // one and the one it begins; a rank stuck in a call writes nothing. A slot
+  // not read whole in its tries is left out, and the ring is read again while
+  // entries are missing; the last read is shown as far as it is whole and in
+  // order (a dump is a diagnosis, never a wait, never a torn entry).
+  constexpr int kReads = 16, kTries = 64;
+  for (int read = 0; read < kReads; ++read) {
+    copies.clear();
+    for (std::size_t i = 0; i < entries_; ++i) {
+      const std::atomic<std::uint64_t>* slot = ring.words.get() + i * kStride;
+      for (int attempt = 0; attempt < kTries; ++attempt) {
+        const std::uint64_t v = slot[kVersion].load(std::memory_order_acquire);
+        if ((v & 1) != 0) {
+          std::this_thread::yield();
+          continue;
+        }
+        Copy c;
+        c.index = slot[kIndex].load(std::memory_order_relaxed);
+        for (std::size_t j = 0; j < kWords; ++j)
+          c.words[j] = slot[kData + j].load(std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_acquire);  // the words before the check
+        if (slot[kVersion].load(std::memory_order_relaxed) != v) continue;
+        if (c.index != 0) copies.push_back(c);
+        break;
+      }
+    }
+    // Read after every slot: a slot holding an entry older than the last N
+    // begun was overwritten since, one newer was begun after `begun`.
+    begun = ring.next.load(std::memory_order_acquire);
+    std::sort(copies.begin(), copies.end(),
+              [](const Copy& a, const Copy& b) { return a.index < b.index; });
+    const std::uint64_t oldest = begun > entries_ ? begun - entries_ : 0;
+    std::uint64_t want = oldest + 1;
+    out.clear();
+    for (const Copy& c : copies) {
+      if (c.index < want) continue;
+      if (c.index != want || c.index > begun) break;  // the first one missing
+      out.push_back(unpack(c.words));
+      ++want;
+    }
+    if (want == begun + 1) break;  // every one of the last N, whole
+  }
   return out;
 }
 
@@ -251,7 +280,8 @@ void FlightRecorder::begin(std::size_t local, std::uint64_t seq, const Request& 
   const std::uint64_t next = ring.next.load(std::memory_order_relaxed);
   // The slot after the current one (no division per call): entry next % N.
   if (next > 0) ring.slot = ring.slot + 1 == entries_ ? 0 : ring.slot + 1;
-  write(ring, ring.slot, e, next + 1);
+  write(ring, ring.slot, e, next);
+  ring.next.store(next + 1, std::memory_order_release);  // after the entry
 }
 
 void FlightRecorder::mark(std::size_t local, FlightState state) {
@@ -259,9 +289,9 @@ void FlightRecorder::mark(std::size_t local, FlightState state) {
   Ring& ring = rings_[local];
   const std::uint64_t next = ring.next.load(std::memory_order_relaxed);
   if (next == 0) return;
-  std::atomic<std::uint64_t>* e = current(ring);
+  std::atomic<std::uint64_t>* e = current(ring) + kData;
   const std::uint64_t w = with_state(e[1].load(std::memory_order_relaxed), state, std::nullopt);
-  writing(ring, next,
+  writing(current(ring),
           [&](std::atomic<std::uint64_t>*) { e[1].store(w, std::memory_order_relaxed); });
 }
 
@@ -272,13 +302,13 @@ std::optional<std::string> FlightRecorder::end(std::size_t local, const Status& 
   Ring& ring = rings_[local];
   const std::uint64_t next = ring.next.load(std::memory_order_relaxed);
   if (next > 0) {
-    std::atomic<std::uint64_t>* e = current(ring);
+    std::atomic<std::uint64_t>* e = current(ring) + kData;
     const std::uint64_t w =
         with_state(e[1].load(std::memory_order_relaxed),
                    outcome.is_ok() ? FlightState::kDone : FlightState::kFailed, outcome.code());
     // (The coarse clock, as the start's: a dump tells times to the millisecond.)
     const auto end = static_cast<std::uint64_t>(coarse_now().time_since_epoch().count());
-    writing(ring, next, [&](std::atomic<std::uint64_t>*) {
+    writing(current(ring), [&](std::atomic<std::uint64_t>*) {
       e[1].store(w, std::memory_order_relaxed);
       e[5].store(end, std::memory_order_relaxed);
     });

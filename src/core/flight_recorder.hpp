@@ -4,11 +4,14 @@
 // #42"). Config::flight_recorder (RUCCL_FLIGHT_RECORDER) sets N; 0 turns it off.
 //
 // Each rank's thread is the only writer of its ring; a dump (a failing rank's
-// thread, or the SIGUSR1 dumper thread) reads every ring. The ring is a
-// sequence lock: its entries are words of atomics, the writer makes its
-// version odd while it writes, and a reader copies the ring and keeps the copy
-// only if the version was even and unchanged around it. A call costs its rank
-// a few plain stores, no lock (the lean path runs it per small collective).
+// thread, or the SIGUSR1 dumper thread) reads every ring. Each slot of the
+// ring is a sequence lock: its words are atomics, the writer makes the slot's
+// version odd while it writes, and a reader keeps its copy of the slot only if
+// the version was even and unchanged around it. A dump shows the whole
+// entries of the last N begun, in order, up to the first it could not read
+// whole (one its rank rewrote on every try): never a torn one. A call costs
+// its rank a few plain stores, no lock (the lean path runs it per small
+// collective), and a dump never makes it wait.
 //
 // Dumps go, one line per entry and oldest first, to the communicator's log
 // destination (Config::log_file, else stderr) as
@@ -97,28 +100,27 @@ class FlightRecorder {
   using Words = std::array<std::uint64_t, kWords>;
   static Words pack(const Entry& e);
   static Entry unpack(const Words& w);
+  // A slot of a ring: its version (odd while the owner writes it), the
+  // entry's place in the ring's history plus one (0: never begun), its Words.
+  static constexpr std::size_t kVersion = 0, kIndex = 1, kData = 2, kStride = kData + kWords;
   struct Ring {
-    // Circular, kWords per entry; entry (next - 1) % N is the current one.
+    // Circular, kStride words per slot; slot (next - 1) % N is the current one.
     std::unique_ptr<std::atomic<std::uint64_t>[]> words;
-    std::atomic<std::uint64_t> next{0};     // entries ever begun
-    std::atomic<std::uint64_t> version{0};  // odd while the owner writes
-    std::size_t slot = 0;                   // the owner's: the current entry's, (next - 1) % N
+    std::atomic<std::uint64_t> next{0};  // entries ever begun
+    std::size_t slot = 0;                // the owner's: the current slot, (next - 1) % N
   };
-  // The owner's thread: `store` writes words of the ring (given its words),
-  // and `next` becomes the count of entries begun, all inside one odd version.
+  // The owner's thread: `store` writes words of `slot`, inside one odd version.
   template <typename Store>
-  static void writing(Ring& ring, std::uint64_t next, Store&& store) {
-    const std::uint64_t v = ring.version.load(std::memory_order_relaxed);
-    ring.version.store(v + 1, std::memory_order_relaxed);
+  static void writing(std::atomic<std::uint64_t>* slot, Store&& store) {
+    const std::uint64_t v = slot[kVersion].load(std::memory_order_relaxed);
+    slot[kVersion].store(v + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);  // odd before any word
-    store(ring.words.get());
-    ring.next.store(next, std::memory_order_relaxed);
-    ring.version.store(v + 2, std::memory_order_release);  // every word before even
+    store(slot);
+    slot[kVersion].store(v + 2, std::memory_order_release);  // every word before even
   }
-  // The owner's thread: entry `slot` of `ring` becomes `e`, and `next` the
-  // count of entries begun, together.
-  void write(Ring& ring, std::size_t slot, const Entry& e, std::uint64_t next);
-  // The owner's thread: the words of its current entry (next > 0).
+  // The owner's thread: slot `slot` of `ring` becomes `e`, entry `index` (0-based).
+  void write(Ring& ring, std::size_t slot, const Entry& e, std::uint64_t index);
+  // The owner's thread: its current slot (next > 0).
   std::atomic<std::uint64_t>* current(Ring& ring) const;
   // Word 1 of an entry with `state` and, when given, `error`.
   static std::uint64_t with_state(std::uint64_t word, FlightState state,
