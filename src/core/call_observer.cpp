@@ -27,17 +27,16 @@ CallWatch::CallWatch(CallObserver& observer, std::size_t local, std::size_t rank
       rank_(rank),
       seq_(seq),
       kind_(kind),
-      // (Names and arguments are built only when tracing: this runs per collective.)
-      span_(observer.tracer(), local,
-            observer.tracer() ? std::string(collective_name(kind)) + " #" + std::to_string(seq)
-                              : std::string(),
-            "collective",
-            observer.tracer()
-                ? "\"seq\":" + std::to_string(seq) + ",\"world\":" + std::to_string(observer.world_)
-                : std::string()),
       // (Timed to the microsecond only where a span or a TRACE line tells it.)
       started_(observer.tracer() || observer.logger_.enabled(LogLevel::kTrace) ? Clock::now()
-                                                                               : coarse_now()) {}
+                                                                               : coarse_now()) {
+  // (A span only when tracing: this runs per collective.)
+  if (observer.tracer())
+    span_.emplace(observer.tracer(), local,
+                  std::string(collective_name(kind)) + " #" + std::to_string(seq), "collective",
+                  "\"seq\":" + std::to_string(seq) +
+                      ",\"world\":" + std::to_string(observer.world_));
+}
 
 void CallWatch::begun(const Request& request, std::size_t bytes) {
   bytes_ = bytes;
@@ -63,9 +62,10 @@ void CallWatch::finished(Result<RankOutcome>& outcome, std::size_t peak_staging,
   Logger& logger = observer_.logger_;
   if (!observer_.tracer() && !logger.enabled(LogLevel::kWarn)) return;
   const std::string_view kind = collective_name(kind_);
-  span_.add_arg("\"bytes\":" + std::to_string(bytes_));
+  if (span_) span_->add_arg("\"bytes\":" + std::to_string(bytes_));
   if (!outcome.is_ok()) {
-    span_.add_arg("\"error\":\"" + std::string(error_code_name(outcome.status().code())) + "\"");
+    if (span_)
+      span_->add_arg("\"error\":\"" + std::string(error_code_name(outcome.status().code())) + "\"");
     logger.log(LogLevel::kWarn, rank_,
                std::string(kind) + " #" + std::to_string(seq_) +
                    " failed: " + outcome.status().to_string());

@@ -93,7 +93,7 @@ class CallWatch {
   const std::size_t rank_;
   const std::uint64_t seq_;
   const CollectiveKind kind_;
-  ScopedSpan span_;
+  std::optional<ScopedSpan> span_;  // tracing only
   Clock::time_point started_;
   std::size_t bytes_ = 0;
   std::string_view algorithm_;

@@ -39,8 +39,9 @@ struct Communicator::Impl {
         rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1), first),
         next_seq(devices.size()),
         scratch(devices.size()),
-        requests(devices.size()),
+        requests(2 * devices.size()),
         checked(devices.size()),
+        lean_choice(devices.size()),
         observer(first, devices.size(), world, config),
         fault_plan(std::move(plan)),
         faults(*fault_plan),
@@ -53,10 +54,14 @@ struct Communicator::Impl {
         algorithms(core::make_table(config)) {}
 
   // One rank's collective. No exception leaves it: see Seat and call_body.
-  // `fill` writes the call's request into the rank's own (requests), every
-  // field anew; a rank outside this communicator gets a request of its own.
+  // `fill` writes the call's request into the rank's own (requests: a
+  // barrier's its own, so that barriers between collectives do not make the
+  // collectives' views differ each time), every field anew; a rank outside
+  // this communicator gets a request of its own.
+  enum class RequestOf : std::uint8_t { kCollective, kBarrier };
   template <typename Fill>
-  Result<core::RankOutcome> call(std::size_t rank, const CallOptions& options, Fill&& fill);
+  Result<core::RankOutcome> call(std::size_t rank, const CallOptions& options, Fill&& fill,
+                                 RequestOf of = RequestOf::kCollective);
   class Seat;
   struct Call;
   Result<core::RankOutcome> call_body(Seat& seat, std::size_t rank, core::Request& req,
@@ -87,7 +92,8 @@ struct Communicator::Impl {
   std::vector<core::ScratchCache> scratch;           // per rank, its thread only
   // Per rank, its thread only: the request of its call in progress, kept
   // between calls so that copying the caller's views into it reuses the
-  // shapes' storage (a small collective allocates nothing for them).
+  // shapes' storage (a small collective allocates nothing for them); two per
+  // rank, a collective's at 2 * local, a barrier's after it.
   std::vector<core::Request> requests;
   // Per rank, its thread only: the last two requests whose local check
   // passed, and their geometries. check_local is a pure function of the
@@ -104,6 +110,14 @@ struct Communicator::Impl {
     std::size_t next = 0;  // the entry a new request replaces
   };
   std::vector<Checked> checked;
+  // Per rank, its thread only: whether the table took the lean path for the
+  // last offer (try_lean; the table and the topology are fixed).
+  struct LeanChoice {
+    core::CallShape offer;
+    bool lean = false;
+    bool valid = false;
+  };
+  std::vector<LeanChoice> lean_choice;
   core::CallObserver observer;  // tracing, logging, flight recorder, staging stats
   const std::shared_ptr<const core::FaultPlan> fault_plan;  // RUCCL_FAULT, parsed once
   const core::FaultPlan& faults;                            // empty almost always
@@ -256,12 +270,13 @@ class Communicator::Impl::Seat {
 
 template <typename Fill>
 Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, const CallOptions& options,
-                                                   Fill&& fill) {
+                                                   Fill&& fill, RequestOf of) {
   const bool ours = rank >= first && rank - first < devices.size();
   Seat seat(*this, ours ? rank - first : 0);
   try {
     std::optional<core::Request> stranger;  // (call_body refuses it at once)
-    core::Request& req = ours ? requests[rank - first] : stranger.emplace();
+    core::Request& req = ours ? requests[2 * (rank - first) + (of == RequestOf::kBarrier ? 1 : 0)]
+                              : stranger.emplace();
     fill(req);
     return call_body(seat, rank, req, options);
   } catch (...) {
@@ -385,8 +400,17 @@ std::optional<Result<core::RankOutcome>> Communicator::Impl::try_lean(Call& c) {
   const core::CallShape offer{
       c.req.kind, c.bytes, c.req.max_chunk_bytes,      remote->lean_capacity(),
       true,       true,    remote->lean_direct_bytes()};
-  if (core::choose_algorithm(offer, topology, algorithms) != core::Algorithm::kNodeMailbox)
-    return std::nullopt;
+  // (The table's choice for the same offer again is kept: a loop of one
+  // collective asks it once.)
+  LeanChoice& kept = lean_choice[c.local];
+  if (!kept.valid || !(kept.offer == offer)) {
+    kept.valid = false;
+    kept.offer = offer;
+    kept.lean =
+        core::choose_algorithm(offer, topology, algorithms) == core::Algorithm::kNodeMailbox;
+    kept.valid = true;
+  }
+  if (!kept.lean) return std::nullopt;
   auto lean = remote->lean(c.local, c.seq, c.req, c.geometry.value(), *adapter, devices[c.local],
                            c.watch.deadline(config.timeout()));
   // The other ranks' inputs, read where they lie (the node's slots), as the
@@ -633,13 +657,15 @@ Status Communicator::barrier(std::size_t rank) {
   // storage stays: a barrier allocates nothing.)
   const TensorView none{nullptr, DataType::kU8, {}, device, nullptr};
   return impl_
-      ->call(rank, CallOptions{},
-             [&](core::Request& req) {
-               refill(req, CollectiveKind::kAllReduce, none, &none);
-               req.op = ReduceOp::kMax;
-               req.in.shape.assign(1, 0);
-               req.out->shape.assign(1, 0);
-             })
+      ->call(
+          rank, CallOptions{},
+          [&](core::Request& req) {
+            refill(req, CollectiveKind::kAllReduce, none, &none);
+            req.op = ReduceOp::kMax;
+            req.in.shape.assign(1, 0);
+            req.out->shape.assign(1, 0);
+          },
+          Impl::RequestOf::kBarrier)
       .status();
 }
 

@@ -88,6 +88,7 @@ struct CallShape {
   // kNodeMailbox only: inputs of at least this many bytes go in the direct
   // form (RemoteRanks::lean_direct_bytes); 0: none.
   std::size_t lean_direct = 0;
+  bool operator==(const CallShape&) const = default;
 };
 
 // The node_mailbox rows: every collective up to kNodeMailboxBytes, and while

@@ -449,9 +449,17 @@ Status Mailbox::wait_until(std::size_t me, std::span<const std::size_t> watch,
       if (Status n = notice(); !n.is_ok()) return n;
     return Status::ok();
   };
+  // An abort: its notice when there is one (an aborter posts its notices
+  // before it raises the flag, so the flag seen brings them along: the error
+  // names who aborted and why), else the bare fact.
+  const auto aborted = [&](const char* when) {
+    if (notices.load(std::memory_order_acquire) != 0)
+      if (Status n = notice(); !n.is_ok()) return n;
+    return Status(ErrorCode::kAborted, when + waiting.what());
+  };
   // Aborted first: a message that is there already does not outrun an abort.
   if (abort_ != nullptr && abort_->load(std::memory_order_acquire))
-    return Status(ErrorCode::kAborted, "aborted before waiting for " + waiting.what());
+    return aborted("aborted before waiting for ");
   for (int spin = 0; spin < 256; ++spin) {
     if (notices.load(std::memory_order_relaxed) != 0) break;
     if (auto r = ready()) return *r;
@@ -466,7 +474,7 @@ Status Mailbox::wait_until(std::size_t me, std::span<const std::size_t> watch,
       if (Status n = notice(); !n.is_ok()) return n;
     if (auto r = ready()) return *r;
     if (abort_ != nullptr && abort_->load(std::memory_order_acquire))
-      return Status(ErrorCode::kAborted, "aborted while waiting for " + waiting.what());
+      return aborted("aborted while waiting for ");
     const auto now = Clock::now();
     if (now >= next_check) {
       for (std::size_t rank : watch)

@@ -138,11 +138,29 @@ struct LeanScratch {
   std::vector<LeanHeader> heads;
   std::vector<const std::byte*> inputs;
   std::vector<std::size_t> sizes;
-  LeanPlan plan;                       // of the last lean collective (its vectors' room kept)
+  LeanPlan plan;  // of the last lean collective (its vectors' room kept)
+  // The headers and sizes `plan` was made from (lean_fits, a pure function of
+  // them but for an all-to-all-v, whose counts ride in the slots): the same
+  // slots again take it as it is. Empty: none kept.
+  std::vector<LeanHeader> fitted_heads;
+  std::vector<std::size_t> fitted_sizes;
   std::vector<std::uint64_t> address;  // a direct rank's input (0: in its slot)
   std::vector<std::byte> read;         // the direct inputs' parts this rank read
   std::vector<std::size_t> watch;      // the node's other ranks (await_readers)
 };
+
+// Whether the slots hold the headers and sizes k.plan was fitted from (word
+// by word, in place: no memcmp call per small collective).
+bool fitted_again(const LeanScratch& k) {
+  const std::size_t world = k.heads.size();
+  if (k.fitted_heads.size() != world) return false;
+  for (std::size_t r = 0; r < world; ++r) {
+    if (k.fitted_sizes[r] != k.sizes[r]) return false;
+    for (std::size_t w = 0; w < k.heads[r].size(); ++w)
+      if (k.fitted_heads[r][w] != k.heads[r][w]) return false;
+  }
+  return true;
+}
 
 class WorldRemoteRanks final : public core::RemoteRanks {
  public:
@@ -530,7 +548,15 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     }
     // Every rank saw the same slots: all fall back alike (no rank reads a
     // direct input then).
-    if (!lean || !lean_fits(k.heads, k.sizes, k.inputs, world_, k.plan)) return std::nullopt;
+    if (!lean) return std::nullopt;
+    if (a2a || !fitted_again(k)) {
+      k.fitted_heads.clear();
+      if (!lean_fits(k.heads, k.sizes, k.inputs, world_, k.plan)) return std::nullopt;
+      if (!a2a) {
+        k.fitted_heads = k.heads;
+        k.fitted_sizes = k.sizes;
+      }
+    }
     // The direct inputs this rank needs, copied from their ranks' memory;
     // then every direct rank hears that this one is done with its input.
     if (any_direct) {

@@ -199,7 +199,8 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
 // Each call of a rank starts from its own arguments only: kinds, forms
 // (value and into), roles (a broadcast's sender then receiver), shapes and
 // counts change from call to call, and nothing of the one before (its output
-// buffer, root, send counts, shape) carries over.
+// buffer, root, send counts, shape) carries over, also where only a root or a
+// shape differs from the call before, the sizes the same.
 TEST(WorldRequests, EachCallStartsFromItsOwnArgumentsOnly) {
   const std::size_t world = tested_factory().worlds({}).front();
   auto comm = tested_factory().make_comm(world, test_config(world));
@@ -268,6 +269,36 @@ TEST(WorldRequests, EachCallStartsFromItsOwnArgumentsOnly) {
                  rs.is_ok() && rs->shape() == (Shape{1, 2}) &&
                      rs->as<std::int32_t>()[1] == rank_sum + w * (2 * r + 1),
                  "reduce_scatter value: " << describe(rs.status()));
+      // The same collective again with the same sizes but another root or
+      // shape (the lean path keeps the plan of slots it saw before: only the
+      // very same slots may take it) gets its own outcome.
+      std::vector<std::int32_t> four(4);
+      for (std::size_t i = 0; i < four.size(); ++i) four[i] = r + static_cast<std::int32_t>(i);
+      // 7. reduce_into to rank 0, then to the last rank: only the root gets the sum
+      for (const std::size_t root : {std::size_t{0}, world - 1, std::size_t{0}}) {
+        std::vector<std::int32_t> out(4, -7);
+        const Status sent = comm->reduce_into(rank, i32(four.data(), {4}), i32(out.data(), {4}),
+                                              ReduceOp::kSum, root);
+        const bool ok = rank == root ? out[3] == rank_sum + 3 * w : out[3] == -7;
+        RANK_CHECK(f, rank, sent.is_ok() && ok,
+                   "reduce_into to root " << root << ": " << describe(sent) << " got " << out[3]);
+      }
+      // 8. an all-reduce's value form of 4 elements as {4}, then {2, 2}, then {4}
+      for (const Shape& shape : {Shape{4}, Shape{2, 2}, Shape{4}}) {
+        auto t = comm->all_reduce(rank, i32(four.data(), shape), ReduceOp::kSum);
+        RANK_CHECK(f, rank,
+                   t.is_ok() && t->shape() == shape && t->as<std::int32_t>()[3] == rank_sum + 3 * w,
+                   "all_reduce value of shape " << shape.size() << "-d: " << describe(t.status()));
+      }
+      // 9. a reduce-scatter's value form of 2 * world elements, 1-d then 2-d
+      for (const Shape& shape : {Shape{world * 2}, Shape{world, 2}}) {
+        auto part = comm->reduce_scatter(rank, i32(rows.data(), shape), ReduceOp::kSum);
+        const Shape want = shape.size() == 1 ? Shape{2} : Shape{1, 2};
+        RANK_CHECK(f, rank,
+                   part.is_ok() && part->shape() == want &&
+                       part->as<std::int32_t>()[1] == rank_sum + w * (2 * r + 1),
+                   "reduce_scatter value " << shape.size() << "-d: " << describe(part.status()));
+      }
     }
   });
   EXPECT_TRUE(f.empty()) << f.report();
