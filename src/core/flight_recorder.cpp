@@ -171,17 +171,6 @@ FlightRecorder::~FlightRecorder() {
   std::erase(d.live, this);
 }
 
-FlightRecorder::Words FlightRecorder::pack(const Entry& e) {
-  return {e.seq,
-          static_cast<std::uint64_t>(e.kind) | std::uint64_t(e.dtype) << 8 |
-              std::uint64_t(e.op) << 16 | std::uint64_t(e.state) << 24 |
-              std::uint64_t(e.error) << 32 | std::uint64_t(e.root ? 1 : 0) << 40,
-          e.root.value_or(0),
-          e.bytes,
-          static_cast<std::uint64_t>(e.start.time_since_epoch().count()),
-          static_cast<std::uint64_t>(e.end.time_since_epoch().count())};
-}
-
 FlightRecorder::Entry FlightRecorder::unpack(const Words& w) {
   Entry e;
   e.seq = w[0];
@@ -197,8 +186,7 @@ FlightRecorder::Entry FlightRecorder::unpack(const Words& w) {
   return e;
 }
 
-void FlightRecorder::write(Ring& ring, std::size_t slot, const Entry& e, std::uint64_t index) {
-  const Words w = pack(e);
+void FlightRecorder::write(Ring& ring, std::size_t slot, const Words& w, std::uint64_t index) {
   writing(ring.words.get() + slot * kStride, [&](std::atomic<std::uint64_t>* at) {
     at[kIndex].store(index + 1, std::memory_order_relaxed);
     for (std::size_t i = 0; i < kWords; ++i) at[kData + i].store(w[i], std::memory_order_relaxed);
@@ -268,19 +256,22 @@ void FlightRecorder::begin(std::size_t local, std::uint64_t seq, const Request& 
                            std::size_t bytes, SteadyClock::time_point start) {
   if (!enabled()) return;
   Ring& ring = rings_[local];
-  Entry e;
-  e.seq = seq;
-  e.kind = request.kind;
-  e.dtype = request.dtype;
-  e.op = request.op;
-  if (request.kind == CollectiveKind::kReduce) e.root = request.root;
-  if (request.kind == CollectiveKind::kBroadcast && request.has_input) e.root = first_ + local;
-  e.bytes = bytes;
-  e.start = start;  // (its wall time is told at a dump, from the clocks then)
+  // (Packed here, per call: no Entry.)
+  std::optional<std::size_t> root;  // a reduce's, or a broadcast's sender
+  if (request.kind == CollectiveKind::kReduce) root = request.root;
+  if (request.kind == CollectiveKind::kBroadcast && request.has_input) root = first_ + local;
+  // (The start's wall time is told at a dump, from the clocks then.)
+  const Words w{seq,
+                word1(request.kind, request.dtype, request.op, FlightState::kStarted,
+                      ErrorCode::kOk, root.has_value()),
+                root.value_or(0),
+                bytes,
+                static_cast<std::uint64_t>(start.time_since_epoch().count()),
+                0};
   const std::uint64_t next = ring.next.load(std::memory_order_relaxed);
   // The slot after the current one (no division per call): entry next % N.
   if (next > 0) ring.slot = ring.slot + 1 == entries_ ? 0 : ring.slot + 1;
-  write(ring, ring.slot, e, next);
+  write(ring, ring.slot, w, next);
   ring.next.store(next + 1, std::memory_order_release);  // after the entry
 }
 
@@ -298,7 +289,6 @@ void FlightRecorder::mark(std::size_t local, FlightState state) {
 std::optional<std::string> FlightRecorder::end(std::size_t local, const Status& outcome,
                                                bool user_aborted) {
   if (!enabled()) return std::nullopt;
-  std::string why;
   Ring& ring = rings_[local];
   const std::uint64_t next = ring.next.load(std::memory_order_relaxed);
   if (next > 0) {
@@ -312,18 +302,21 @@ std::optional<std::string> FlightRecorder::end(std::size_t local, const Status& 
       e[1].store(w, std::memory_order_relaxed);
       e[5].store(end, std::memory_order_relaxed);
     });
-    if (!outcome.is_ok()) {
-      const Entry now = unpack({e[0].load(std::memory_order_relaxed), w, 0, 0, 0, 0});
-      why = std::string(collective_name(now.kind)) + " #" + std::to_string(now.seq) +
-            " failed with " + std::string(error_code_name(now.error)) + ", seen by rank " +
-            std::to_string(first_ + local);
-    }
   }
   if (outcome.is_ok()) {  // the common path: one relaxed load, no shared lock
     if (in_burst_.load(std::memory_order_relaxed)) in_burst_.store(false);
     return std::nullopt;
   }
   if (!worth_a_dump(outcome.code(), user_aborted)) return std::nullopt;
+  std::string why;  // (the rank's own thread: its current entry)
+  if (next > 0) {
+    const std::atomic<std::uint64_t>* e = current(ring) + kData;
+    const Entry now = unpack(
+        {e[0].load(std::memory_order_relaxed), e[1].load(std::memory_order_relaxed), 0, 0, 0, 0});
+    why = std::string(collective_name(now.kind)) + " #" + std::to_string(now.seq) +
+          " failed with " + std::string(error_code_name(now.error)) + ", seen by rank " +
+          std::to_string(first_ + local);
+  }
   std::lock_guard lock(burst_mutex_);  // held through the dump: peers of the burst wait for it
   if (in_burst_.load()) return destination_;
   in_burst_.store(true);

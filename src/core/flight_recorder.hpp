@@ -95,10 +95,16 @@ class FlightRecorder {
     ErrorCode error = ErrorCode::kOk;
     std::chrono::steady_clock::time_point start{}, end{};
   };
-  // An entry as the ring keeps it (pack, unpack).
+  // An entry as the ring keeps it (begin packs it, unpack reads it): seq,
+  // word1, root, bytes, start, end.
   static constexpr std::size_t kWords = 6;
   using Words = std::array<std::uint64_t, kWords>;
-  static Words pack(const Entry& e);
+  // Word 1: kind, dtype, op, state, error, whether word 2 holds a root.
+  static constexpr std::uint64_t word1(CollectiveKind kind, DataType dtype, ReduceOp op,
+                                       FlightState state, ErrorCode error, bool rooted) {
+    return static_cast<std::uint64_t>(kind) | std::uint64_t(dtype) << 8 | std::uint64_t(op) << 16 |
+           std::uint64_t(state) << 24 | std::uint64_t(error) << 32 | std::uint64_t(rooted) << 40;
+  }
   static Entry unpack(const Words& w);
   // A slot of a ring: its version (odd while the owner writes it), the
   // entry's place in the ring's history plus one (0: never begun), its Words.
@@ -118,8 +124,9 @@ class FlightRecorder {
     store(slot);
     slot[kVersion].store(v + 2, std::memory_order_release);  // every word before even
   }
-  // The owner's thread: slot `slot` of `ring` becomes `e`, entry `index` (0-based).
-  void write(Ring& ring, std::size_t slot, const Entry& e, std::uint64_t index);
+  // The owner's thread: slot `slot` of `ring` becomes the entry packed in
+  // `w`, entry `index` (0-based).
+  void write(Ring& ring, std::size_t slot, const Words& w, std::uint64_t index);
   // The owner's thread: its current slot (next > 0).
   std::atomic<std::uint64_t>* current(Ring& ring) const;
   // Word 1 of an entry with `state` and, when given, `error`.

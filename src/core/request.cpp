@@ -37,9 +37,7 @@ std::size_t row_unit(const Shape& shape) {
 }
 
 Status check_reducible(DataType dtype, ReduceOp op) {
-  if (is_valid(op) && dtype != DataType::kBytes && is_valid(dtype) &&
-      !(is_floating(dtype) && is_integer_only(op)))
-    return Status::ok();  // (the common case, per call, before any message is built)
+  if (reducible(dtype, op)) return Status::ok();  // (before any message is built)
   if (!is_valid(dtype)) return Status(ErrorCode::kInvalidArgument, "unknown dtype value");
   if (!is_valid(op)) return Status(ErrorCode::kInvalidArgument, "unknown reduction op value");
   if (dtype == DataType::kBytes)

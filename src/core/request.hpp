@@ -75,6 +75,12 @@ Result<std::size_t> check_view(const TensorView& v, DataType dtype, const char* 
 // Elements of the output a rank gets (its expected `out` count, if it gets one).
 std::size_t expected_output_count(const Request& req, const Geometry& g, std::size_t rank,
                                   std::size_t world);
+// Whether `dtype` reduces with `op` (check_reducible's common case, inline:
+// no Status per call).
+constexpr bool reducible(DataType dtype, ReduceOp op) noexcept {
+  return is_valid(op) && dtype != DataType::kBytes && is_valid(dtype) &&
+         !(is_floating(dtype) && is_integer_only(op));
+}
 // kInvalidArgument naming the dtype when it cannot be reduced (kBytes), or
 // when dtype/op hold values outside their enums.
 Status check_reducible(DataType dtype, ReduceOp op);

@@ -166,7 +166,7 @@ void divide16(std::uint16_t* data, std::size_t n, std::size_t divisor) {
 
 Status reduce(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b,
               std::size_t count) {
-  RUCCL_TRY(core::check_reducible(dtype, op));
+  if (!core::reducible(dtype, op)) return core::check_reducible(dtype, op);
   switch (op) {
     case ReduceOp::kSum: case ReduceOp::kMean: return reduce_with(dtype, dst, a, b, count, Add{});
     case ReduceOp::kProd: return reduce_with(dtype, dst, a, b, count, Mul{});
