@@ -62,8 +62,10 @@ class CallWatch {
   CallWatch(const CallWatch&) = delete;
   CallWatch& operator=(const CallWatch&) = delete;
 
-  // The local check is done: the flight recorder's entry begins.
+  // The call is under way (its local check done; on the lean path its slot
+  // posted): the flight recorder's entry begins.
   void begun(const Request& request, std::size_t bytes);
+  bool has_begun() const { return recorded_; }
   void agreed() { observer_.recorder_.mark(local_, FlightState::kAgreed); }
   void running() { observer_.recorder_.mark(local_, FlightState::kRunning); }
   // The algorithm that ran it (algorithm_name: a static string), for the log.

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <new>
 #include <thread>
+#include <type_traits>
 
 #include "core/call_observer.hpp"
 #include "core/catch_to_status.hpp"
@@ -40,6 +41,7 @@ struct Communicator::Impl {
         next_seq(devices.size()),
         scratch(devices.size()),
         requests(2 * devices.size()),
+        kept_requests(2 * devices.size()),
         checked(devices.size()),
         lean_choice(devices.size()),
         observer(first, devices.size(), world, config),
@@ -58,14 +60,19 @@ struct Communicator::Impl {
   // barrier's its own, so that barriers between collectives do not make the
   // collectives' views differ each time), every field anew; a rank outside
   // this communicator gets a request of its own.
+  // A fill returning bool says whether the request already held the call's
+  // arguments (then it changed nothing): the call may take what it derived
+  // from them last time (KeptRequest).
   enum class RequestOf : std::uint8_t { kCollective, kBarrier };
   template <typename Fill>
   Result<core::RankOutcome> call(std::size_t rank, const CallOptions& options, Fill&& fill,
                                  RequestOf of = RequestOf::kCollective);
   class Seat;
   struct Call;
+  struct KeptRequest;
   Result<core::RankOutcome> call_body(Seat& seat, std::size_t rank, core::Request& req,
-                                      const CallOptions& options);
+                                      const CallOptions& options, KeptRequest* kept,
+                                      bool unchanged);
   // The protocol of one call, in order (call_body):
   // check_and_prepare: the local check, then the device's prepare.
   void check(Call& c);
@@ -95,6 +102,23 @@ struct Communicator::Impl {
   // shapes' storage (a small collective allocates nothing for them); two per
   // rank, a collective's at 2 * local, a barrier's after it.
   std::vector<core::Request> requests;
+  // Per request of `requests`: what its last call derived from it alone. A
+  // call whose fill changed nothing (nor its budget) takes the local check's
+  // geometry from here, and its key tells the lean path that its header is
+  // the one it built for that key.
+  struct KeptRequest {
+    bool checked = false;  // the last call's local check passed, with `geometry`
+    core::Geometry geometry;
+    std::uint64_t key = 0;      // this content's (lean_post's request_key); 0: none yet
+    std::uint64_t version = 0;  // of this request's contents
+    // New contents (a fill that changed them, or threw halfway): a new key,
+    // nothing checked yet. `barrier`: the rank's barrier request (odd keys).
+    void renew(bool barrier) {
+      checked = false;
+      key = 2 * ++version + (barrier ? 1 : 0);
+    }
+  };
+  std::vector<KeptRequest> kept_requests;
   // Per rank, its thread only: the last two requests whose local check
   // passed, and their geometries. check_local is a pure function of the
   // request (the rank's world and device are fixed), so the same request
@@ -184,6 +208,8 @@ struct Communicator::Impl::Call {
   const std::size_t local;
   const std::uint64_t seq;
   core::Request& req;
+  Communicator::Impl::KeptRequest* kept = nullptr;  // null: a stranger's request
+  bool unchanged = false;  // the request is its last call's (kept->checked holds for it)
   core::CallWatch watch;
   const PlannedFaults faults;
   Result<core::Geometry> geometry = core::Geometry{};  // the local check's outcome
@@ -275,10 +301,19 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, const CallO
   Seat seat(*this, ours ? rank - first : 0);
   try {
     std::optional<core::Request> stranger;  // (call_body refuses it at once)
-    core::Request& req = ours ? requests[2 * (rank - first) + (of == RequestOf::kBarrier ? 1 : 0)]
-                              : stranger.emplace();
-    fill(req);
-    return call_body(seat, rank, req, options);
+    const std::size_t at = 2 * (ours ? rank - first : 0) + (of == RequestOf::kBarrier ? 1 : 0);
+    core::Request& req = ours ? requests[at] : stranger.emplace();
+    KeptRequest* kept = ours ? &kept_requests[at] : nullptr;
+    bool unchanged = false;
+    try {
+      if constexpr (std::is_same_v<decltype(fill(req)), bool>) unchanged = fill(req);
+      else fill(req);
+    } catch (...) {
+      if (kept) kept->renew(of == RequestOf::kBarrier);
+      throw;
+    }
+    if (kept && !unchanged) kept->renew(of == RequestOf::kBarrier);
+    return call_body(seat, rank, req, options, kept, unchanged);
   } catch (...) {
     Status why = core::current_exception_status(ErrorCode::kInternal, "the collective call");
     seat.fail(why);
@@ -289,7 +324,8 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, const CallO
 // A call is: check_and_prepare, agree, execute, record.
 Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t rank,
                                                         core::Request& req,
-                                                        const CallOptions& options) {
+                                                        const CallOptions& options,
+                                                        KeptRequest* kept, bool unchanged) {
   if (rank < first || rank - first >= devices.size())
     return Status(ErrorCode::kInvalidArgument,
                   "rank " + std::to_string(rank) + " is not served by this communicator (ranks " +
@@ -313,10 +349,16 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
     std::atomic<bool>& flag;
     ~Leave() { flag.store(false, std::memory_order_release); }
   } leave{in_call[local]};
-  req.max_chunk_bytes = options.max_chunk_bytes.value_or(config.max_chunk_bytes());
+  const std::size_t budget = options.max_chunk_bytes.value_or(config.max_chunk_bytes());
+  if (kept != nullptr && unchanged && req.max_chunk_bytes != budget)
+    kept->renew((kept - kept_requests.data()) % 2 == 1);
+  unchanged = unchanged && req.max_chunk_bytes == budget;
+  req.max_chunk_bytes = budget;
   if (!req.has_input) req.in.device = devices[local];
 
   Call c(*this, rank, seq, req);
+  c.kept = kept;
+  c.unchanged = unchanged && kept != nullptr && kept->checked;
   seat.watched(&c.watch);
   // (Caught here, not only in call(): the Seat ends the call's flight entry
   // through c.watch, which must still be alive.)
@@ -330,6 +372,7 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
       seat.watched(nullptr);
       return std::move(*lean);
     }
+    if (!c.watch.has_begun()) c.watch.begun(req, c.bytes);
     shape_for_agreement(req);
     prepare(c);
     agree(c, seat);
@@ -360,6 +403,7 @@ void Communicator::Impl::shape_for_agreement(core::Request& req) {
 void Communicator::Impl::check(Call& c) {
   c.geometry = core::catch_to_status(ErrorCode::kInternal, "the local check", [&] {
     if (c.faults.oom_at("check")) throw std::bad_alloc();  // fault injection
+    if (c.unchanged) return Result<core::Geometry>(c.kept->geometry);
     Checked& kept = checked[c.local];
     for (Checked::Entry& e : kept.entries)
       if (e.valid && core::same_request(e.request, c.req))
@@ -375,9 +419,18 @@ void Communicator::Impl::check(Call& c) {
     }
     return g;
   });
+  if (c.kept != nullptr && !c.unchanged && c.geometry.is_ok()) {
+    c.kept->geometry = c.geometry.value();
+    c.kept->checked = true;
+  }
   c.bytes = c.geometry.is_ok() ? c.geometry.value().count * dtype_size(c.req.dtype) : 0;
-  c.watch.begun(c.req, c.bytes);
-  if (c.faults.stall) stall(*c.faults.stall, c.rank, c.seq);
+  // The flight entry begins here where a stall follows (it shows the
+  // stalled call), else once the lean path posted (try_lean) or before the
+  // agreement (call_body).
+  if (c.faults.stall) {
+    c.watch.begun(c.req, c.bytes);
+    stall(*c.faults.stall, c.rank, c.seq);
+  }
 }
 
 void Communicator::Impl::prepare(Call& c) {
@@ -411,8 +464,14 @@ std::optional<Result<core::RankOutcome>> Communicator::Impl::try_lean(Call& c) {
     kept.valid = true;
   }
   if (!kept.lean) return std::nullopt;
-  auto lean = remote->lean(c.local, c.seq, c.req, c.geometry.value(), *adapter, devices[c.local],
-                           c.watch.deadline(config.timeout()));
+  // This rank's slot first, then its flight entry while the peers post theirs.
+  auto posted =
+      remote->lean_post(c.local, c.seq, c.req, c.geometry.value(), c.kept ? c.kept->key : 0);
+  if (!posted) return std::nullopt;
+  if (!c.watch.has_begun()) c.watch.begun(c.req, c.bytes);
+  if (!posted->is_ok()) return Result<core::RankOutcome>(std::move(*posted));
+  auto lean = remote->lean_collect(c.local, c.seq, c.req, *adapter, devices[c.local],
+                                   c.watch.deadline(config.timeout()));
   // The other ranks' inputs, read where they lie (the node's slots), as the
   // one-shot holds them in its receive buffers.
   if (lean && lean->is_ok()) {
@@ -644,6 +703,9 @@ Status copy_now(DeviceAdapter& adapter, DeviceId device, void* dst, const void* 
 
 namespace {
 void refill(core::Request& req, CollectiveKind kind, const TensorView& in, const TensorView* out);
+bool refill_unless_same(core::Request& req, CollectiveKind kind, const TensorView& in,
+                        const TensorView* out, ReduceOp op = ReduceOp::kSum, std::size_t root = 0,
+                        bool has_input = true);
 }  // namespace
 
 Status Communicator::barrier(std::size_t rank) {
@@ -660,10 +722,17 @@ Status Communicator::barrier(std::size_t rank) {
       ->call(
           rank, CallOptions{},
           [&](core::Request& req) {
+            // (The same every time but the first: this request is the barrier's own.)
+            if (req.out && req.kind == CollectiveKind::kAllReduce && req.op == ReduceOp::kMax &&
+                req.in.device == device && req.out->device == device) {
+              req.shape.clear();
+              return true;
+            }
             refill(req, CollectiveKind::kAllReduce, none, &none);
             req.op = ReduceOp::kMax;
             req.in.shape.assign(1, 0);
             req.out->shape.assign(1, 0);
+            return false;
           },
           Impl::RequestOf::kBarrier)
       .status();
@@ -801,6 +870,24 @@ void refill(core::Request& req, CollectiveKind kind, const TensorView& in, const
   core::assign_output(req.out, out);
 }
 
+// Whether `req` holds these arguments already (a rank calling again with the
+// same buffers): then only the fingerprint's shape is cleared, as refill
+// clears it; else refill with them (`op`, `root`, `has_input` too).
+bool refill_unless_same(core::Request& req, CollectiveKind kind, const TensorView& in,
+                        const TensorView* out, ReduceOp op, std::size_t root, bool has_input) {
+  if (req.kind == kind && req.dtype == in.dtype && req.op == op && req.root == root &&
+      req.has_input == has_input && req.send_counts.empty() && core::same_view(req.in, in) &&
+      (out != nullptr ? req.out && core::same_view(*req.out, *out) : !req.out)) {
+    req.shape.clear();
+    return true;
+  }
+  refill(req, kind, in, out);
+  req.op = op;
+  req.root = root;
+  req.has_input = has_input;
+  return false;
+}
+
 Result<Tensor> tensor_of(Result<core::RankOutcome> r) {
   RUCCL_TRY(r);
   if (!r.value().tensor) return Status(ErrorCode::kInternal, "collective produced no tensor");
@@ -822,8 +909,7 @@ Status Communicator::all_reduce_into(std::size_t rank, const TensorView& in, con
   return impl_
       ->call(rank, o,
              [&](core::Request& req) {
-               refill(req, CollectiveKind::kAllReduce, in, &out);
-               req.op = op;
+               return refill_unless_same(req, CollectiveKind::kAllReduce, in, &out, op);
              })
       .status();
 }
@@ -844,9 +930,7 @@ Status Communicator::reduce_into(std::size_t rank, const TensorView& in, const T
   return impl_
       ->call(rank, o,
              [&](core::Request& req) {
-               refill(req, CollectiveKind::kReduce, in, &out);
-               req.op = op;
-               req.root = root;
+               return refill_unless_same(req, CollectiveKind::kReduce, in, &out, op, root);
              })
       .status();
 }
@@ -867,14 +951,12 @@ Status Communicator::broadcast_into(std::size_t rank, const TensorView* in, cons
   return impl_
       ->call(rank, o,
              [&](core::Request& req) {
-               if (in != nullptr) {
-                 refill(req, CollectiveKind::kBroadcast, *in, &out);
-                 return;
-               }
+               if (in != nullptr)
+                 return refill_unless_same(req, CollectiveKind::kBroadcast, *in, &out);
                // A receiver: no input, its dtype and device from the output.
-               refill(req, CollectiveKind::kBroadcast,
-                      TensorView{nullptr, out.dtype, {}, out.device, out.stream}, &out);
-               req.has_input = false;
+               return refill_unless_same(req, CollectiveKind::kBroadcast,
+                                         TensorView{nullptr, out.dtype, {}, out.device, out.stream},
+                                         &out, ReduceOp::kSum, 0, false);
              })
       .status();
 }
@@ -889,7 +971,9 @@ Status Communicator::all_gather_into(std::size_t rank, const TensorView& in, con
                                      CallOptions o) {
   return impl_
       ->call(rank, o,
-             [&](core::Request& req) { refill(req, CollectiveKind::kAllGather, in, &out); })
+             [&](core::Request& req) {
+               return refill_unless_same(req, CollectiveKind::kAllGather, in, &out);
+             })
       .status();
 }
 
@@ -906,8 +990,7 @@ Status Communicator::reduce_scatter_into(std::size_t rank, const TensorView& in,
   return impl_
       ->call(rank, o,
              [&](core::Request& req) {
-               refill(req, CollectiveKind::kReduceScatter, in, &out);
-               req.op = op;
+               return refill_unless_same(req, CollectiveKind::kReduceScatter, in, &out, op);
              })
       .status();
 }

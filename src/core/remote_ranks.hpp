@@ -91,14 +91,27 @@ class RemoteRanks {
   // Ranks of this node when the world spans nodes that each share memory
   // between their processes (Topology::node); 0: none (the default).
   virtual std::size_t node_level_ranks() const { return 0; }
-  // Runs collective `seq` of local rank `local` on the lean path: its outcome,
-  // or nullopt when the ranks fall back to the agreement (then agree_all
-  // follows for the same `seq`, as on every rank). `req` passed the local
-  // check with `geometry`; `adapter` and `device` allocate a value form's output.
-  // `deadline`: the call's (its start plus the timeout, read once per call).
-  virtual std::optional<Result<RankOutcome>> lean(
+  // The lean path of collective `seq` of local rank `local`, in two halves,
+  // so that what the caller does between them (its flight recorder entry)
+  // overlaps the peers' posting. lean_post writes this rank's slot: nullopt
+  // where the lean path cannot take `req` (nothing published: agree_all
+  // follows), an error where the transports were aborted, else ok, and then
+  // lean_collect follows for the same `seq`: the outcome, or nullopt when
+  // the ranks fall back to the agreement (then agree_all follows for the same
+  // `seq`, as on every rank). `req` passed the local check with `geometry`;
+  // `adapter` and `device` allocate a value form's output. `deadline`: the
+  // call's (its start plus the timeout, read once per call).
+  // `request_key`: nonzero where the caller promises that the same key of
+  // the same local rank means the same request (every field check_local
+  // reads): what lean_post derives from the request alone may be kept for it.
+  virtual std::optional<Status> lean_post(std::size_t /*local*/, std::uint64_t /*seq*/,
+                                          const Request& /*req*/, const Geometry& /*geometry*/,
+                                          std::uint64_t /*request_key*/) {
+    return std::nullopt;
+  }
+  virtual std::optional<Result<RankOutcome>> lean_collect(
       std::size_t /*local*/, std::uint64_t /*seq*/, const Request& /*req*/,
-      const Geometry& /*geometry*/, DeviceAdapter& /*adapter*/, DeviceId /*device*/,
+      DeviceAdapter& /*adapter*/, DeviceId /*device*/,
       std::chrono::steady_clock::time_point /*deadline*/) {
     return std::nullopt;
   }

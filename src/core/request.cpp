@@ -97,11 +97,12 @@ bool same_sizes(const std::vector<std::size_t>& a, const std::vector<std::size_t
     if (a[i] != b[i]) return false;
   return true;
 }
+}  // namespace
+
 bool same_view(const TensorView& a, const TensorView& b) {
   return a.data == b.data && a.dtype == b.dtype && a.device == b.device && a.stream == b.stream &&
          same_sizes(a.shape, b.shape);
 }
-}  // namespace
 
 void assign_view(TensorView& to, const TensorView& from) {
   to.data = from.data;

@@ -41,6 +41,8 @@ void assign_request(Request& to, const Request& from);
 // views with their addresses): check_local, a pure function of the request
 // and its rank, gives both the same answer.
 bool same_request(const Request& a, const Request& b);
+// Whether two views are the same buffer, dtype, shape, device and stream.
+bool same_view(const TensorView& a, const TensorView& b);
 
 // Facts derived from a request, valid once check_local passed.
 struct Geometry {

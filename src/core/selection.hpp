@@ -52,7 +52,7 @@ enum class Algorithm : std::uint8_t {
   // All-reduce, reduce, broadcast or all-gather, every rank of the world on
   // one node: one round through the node's shared-memory mailboxes
   // (node/mailbox.hpp), no engine, rendezvous or UCX; the fingerprint rides
-  // in the same slot (RemoteRanks::lean).
+  // in the same slot (RemoteRanks::lean_post, lean_collect).
   kNodeMailbox,
 };
 std::string_view algorithm_name(Algorithm a) noexcept;

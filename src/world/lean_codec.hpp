@@ -1,5 +1,5 @@
 // The lean path's fingerprint, its slot forms and its decision
-// (WorldRemoteRanks::lean in world_agreement.cpp): pure functions of the
+// (WorldRemoteRanks::lean_post and lean_collect in world_agreement.cpp): pure functions of the
 // slots every rank of the node reads, so every rank decides alike. A slot is
 // a peer's bytes: every field is checked before use (fuzzed:
 // tests/fuzz/fuzz_lean.cpp).

@@ -85,7 +85,7 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
     for (std::size_t s = 0; s < world; ++s) {
       const std::size_t before = rows_before(plan, world, s, me);
       const std::size_t rows = plan.rows[s * world + me];
-      // This rank's own block is not in its slot (lean() leaves it out): the input.
+      // This rank's own block is not in its slot (lean_post leaves it out): the input.
       const std::byte* from =
           s == me ? static_cast<const std::byte*>(req.in.data) : inputs[s] + counts;
       if (rows > 0) std::memcpy(d, from + before * row, rows * row);
@@ -144,6 +144,34 @@ struct LeanScratch {
   // slots again take it as it is. Empty: none kept.
   std::vector<LeanHeader> fitted_heads;
   std::vector<std::size_t> fitted_sizes;
+  // This rank's own header for a request the communicator keyed (its
+  // request_key: the same key, the same request), built and encoded once:
+  // two entries, a collective's request and a barrier's taking turns.
+  struct Own {
+    std::uint64_t key = 0;  // 0: none
+    bool direct = false;    // its form (the node's readability may turn it on later)
+    LeanHeader head{};
+    std::array<std::byte, kLeanHeader> raw{};  // its slot form
+    std::size_t bytes = 0;                     // of raw
+  };
+  std::array<Own, 2> own;
+  // The peers' slot forms `plan` was fitted from, two words each, where every
+  // one was compact and this rank's request was keyed (`fitted_key`): the
+  // same words and sizes again are the same headers, taken without decoding.
+  std::vector<std::array<std::uint64_t, 2>> raw, fitted_raw;
+  std::vector<char> compact;  // per rank: its slot this call was compact
+  bool fitted_compact = false;
+  std::uint64_t fitted_key = 0;
+  // What lean_post published for lean_collect (head null: nothing posted).
+  struct Posted {
+    std::uint64_t seq = 0;
+    bool direct = false;
+    const LeanHeader* head = nullptr;  // own[...].head
+    const std::byte* input = nullptr;  // this rank's input in its slot (after the counts)
+    std::size_t bytes = 0;             // counts and data
+    std::uint64_t key = 0;             // its request_key
+  };
+  Posted posted;
   std::vector<std::uint64_t> address;  // a direct rank's input (0: in its slot)
   std::vector<std::byte> read;         // the direct inputs' parts this rank read
   std::vector<std::size_t> watch;      // the node's other ranks (await_readers)
@@ -444,11 +472,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   std::size_t lean_direct_bytes() const override {
     return lean_capacity() > 0 && readable_by_node(*mailbox_) ? lean_direct_bytes_ : 0;
   }
-  std::optional<Result<core::RankOutcome>> lean(std::size_t local, std::uint64_t seq,
-                                                const core::Request& req,
-                                                const core::Geometry& geometry,
-                                                DeviceAdapter& adapter, DeviceId device,
-                                                Clock::time_point deadline) override {
+  std::optional<Status> lean_post(std::size_t local, std::uint64_t seq, const core::Request& req,
+                                  const core::Geometry& geometry,
+                                  std::uint64_t request_key) override {
     const TensorView* view = req.has_input ? &req.in : (req.out ? &*req.out : nullptr);
     if (!lean_kind(req.kind) || (view != nullptr && view->shape.size() > kLeanDims) ||
         lean_capacity() == 0)
@@ -472,7 +498,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                                ": the lean path: this process's transports were aborted (this "
                                "communicator or one sharing them with it)");
       box.notify(me - base, seq, aborted);
-      return Result<core::RankOutcome>(aborted);
+      return aborted;
     }
     // The direct form where every other rank of the node can read this
     // process's memory (and the channels, whose words carry the readers'
@@ -486,10 +512,21 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     const bool direct = copies(req.kind) && data > 0 && lean_direct_bytes_ > 0 &&
                         data >= lean_direct_bytes_ && writes_apart(req, geometry, me) &&
                         readable_by_node(box);
-    LeanHeader head = lean_header(req, geometry, view);
-    if (direct) head[0] |= kDirectBit;
+    LeanScratch& k = lean_[local];
+    // (A keyed request's header is built once; an all-to-all-v's each time.)
+    LeanScratch::Own& own = k.own[request_key & 1];
+    if (request_key == 0 || a2a || own.key != request_key || own.direct != direct) {
+      own.key = 0;
+      own.head = lean_header(req, geometry, view);
+      if (direct) own.head[0] |= kDirectBit;
+      own.bytes = encode_lean_head(own.head, own.raw.data());  // (an all-to-all-v's: 64)
+      own.direct = direct;
+      own.key = a2a ? 0 : request_key;
+    }
+    const LeanHeader& head = own.head;
     const std::span<std::byte> slot = box.slot(me - base, seq, node::Lane::kLean);
-    const std::size_t hb = encode_lean_head(head, slot.data());  // (an all-to-all-v's: 64)
+    const std::size_t hb = own.bytes;
+    std::memcpy(slot.data(), own.raw.data(), hb);
     for (std::size_t d = 0; d < world_ && a2a; ++d) {
       const std::uint64_t c = req.send_counts[d];
       std::memcpy(slot.data() + hb + d * sizeof c, &c, sizeof c);
@@ -500,9 +537,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     } else if (data > 0 && a2a) {
       // Every block but this rank's own, which lean_run copies from the input.
       const std::size_t row = geometry.unit * dtype_size(req.dtype);
-      std::size_t own = 0;
-      for (std::size_t d = 0; d < me; ++d) own += req.send_counts[d];
-      const std::size_t at = std::min(own * row, data);
+      std::size_t before = 0;
+      for (std::size_t d = 0; d < me; ++d) before += req.send_counts[d];
+      const std::size_t at = std::min(before * row, data);
       const std::size_t end = std::min(at + req.send_counts[me] * row, data);
       const auto* in = static_cast<const std::byte*>(req.in.data);
       std::memcpy(slot.data() + hb + counts, in, at);
@@ -511,14 +548,43 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       std::memcpy(slot.data() + hb + counts, req.in.data, data);
     }
     box.publish(me - base, seq, hb + counts + (direct ? kLeanAddress : data), node::Lane::kLean);
+    k.posted = {seq, direct, &head, slot.data() + hb, bytes, request_key};
+    return Status::ok();
+  }
+  std::optional<Result<core::RankOutcome>> lean_collect(std::size_t local, std::uint64_t seq,
+                                                        const core::Request& req,
+                                                        DeviceAdapter& adapter, DeviceId device,
+                                                        Clock::time_point deadline) override {
     LeanScratch& k = lean_[local];
+    if (k.posted.head == nullptr || k.posted.seq != seq) {
+      const Status unposted(ErrorCode::kInternal, core::describe(seq, req.kind) +
+                                                      ": the lean path collected a collective "
+                                                      "this rank did not post");
+      mailbox_->notify(first_ + local - mailbox_->shape().first, seq, unposted);
+      return Result<core::RankOutcome>(unposted);
+    }
+    const LeanScratch::Posted posted = k.posted;
+    k.posted.head = nullptr;
+    node::Mailbox& box = *mailbox_;
+    const std::size_t base = box.shape().first;
+    const std::size_t me = first_ + local;
+    const bool a2a = req.kind == CollectiveKind::kAllToAllV;
+    const bool direct = posted.direct;
+    const LeanHeader& head = *posted.head;
+    const std::uint64_t request_key = posted.key;
     if (k.heads.size() != world_) {  // (once: every entry is written below, per call)
       k.heads.resize(world_);
       k.inputs.resize(world_);
       k.sizes.resize(world_);
       k.address.resize(world_);
+      k.raw.resize(world_);
+      k.compact.resize(world_);
     }
     bool lean = true, any_direct = false;  // (any_direct: a peer's input is read from its memory)
+    // Whether every slot so far is as when k.plan was fitted (this rank's
+    // request by its key, the peers' by their words and sizes).
+    bool same =
+        k.fitted_compact && request_key != 0 && request_key == k.fitted_key && !direct && !a2a;
     for (std::size_t r = 0; r < world_; ++r) {
       k.inputs[r] = nullptr;
       k.sizes[r] = 0;
@@ -526,19 +592,33 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       if (r == me) {
         k.heads[r] = head;
         // (An all-to-all-v's counts stay in the slot; its own rows are the input.)
-        k.inputs[r] =
-            direct && !a2a ? static_cast<const std::byte*>(req.in.data) : slot.data() + hb;
-        k.sizes[r] = bytes;
+        k.inputs[r] = direct && !a2a ? static_cast<const std::byte*>(req.in.data) : posted.input;
+        k.sizes[r] = posted.bytes;
         continue;
       }
       auto m = box.wait(me - base, r - base, seq, deadline, node::Lane::kLean);
       if (!m) return lean_failed(box, me - base, seq, req.kind, direct, m.status());
       const std::span<const std::byte> got = m.value().bytes;
       std::size_t their = 0;  // the bytes of their header's form
-      if (m.value().lane != node::Lane::kLean || !decode_lean_head(got, k.heads[r], their)) {
+      if (m.value().lane != node::Lane::kLean) {
         lean = false;
         continue;
       }
+      std::array<std::uint64_t, 2> words{};
+      if (got.size() >= kCompactHeader) std::memcpy(words.data(), got.data(), kCompactHeader);
+      if (same && got.size() >= kCompactHeader && words == k.fitted_raw[r] &&
+          got.size() - kCompactHeader == k.fitted_sizes[r]) {
+        k.heads[r] = k.fitted_heads[r];
+        their = kCompactHeader;
+      } else {
+        same = false;
+        if (!decode_lean_head(got, k.heads[r], their)) {
+          lean = false;
+          continue;
+        }
+      }
+      k.raw[r] = words;
+      k.compact[r] = their == kCompactHeader ? 1 : 0;
       k.inputs[r] = got.data() + their;
       k.sizes[r] = got.size() - their;
       if ((k.heads[r][0] & kDirectBit) != 0) {
@@ -549,13 +629,23 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // Every rank saw the same slots: all fall back alike (no rank reads a
     // direct input then).
     if (!lean) return std::nullopt;
-    if (a2a || !fitted_again(k)) {
+    if (!same && (a2a || !fitted_again(k))) {
       k.fitted_heads.clear();
+      k.fitted_compact = false;
       if (!lean_fits(k.heads, k.sizes, k.inputs, world_, k.plan)) return std::nullopt;
       if (!a2a) {
         k.fitted_heads = k.heads;
         k.fitted_sizes = k.sizes;
       }
+    }
+    // The peers' words kept for the next call where they were all compact
+    // (a direct peer's size is its input's, not its slot's: never the same).
+    if (!same && !a2a && !direct && !any_direct && request_key != 0 && !k.fitted_heads.empty()) {
+      k.fitted_raw = k.raw;
+      k.fitted_key = request_key;
+      k.fitted_compact = true;
+      for (std::size_t r = 0; r < world_; ++r)
+        if (r != me && k.compact[r] == 0) k.fitted_compact = false;
     }
     // The direct inputs this rank needs, copied from their ranks' memory;
     // then every direct rank hears that this one is done with its input.

@@ -304,6 +304,76 @@ TEST(WorldRequests, EachCallStartsFromItsOwnArgumentsOnly) {
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
+// A call that repeats the last one's arguments (the same buffers) takes
+// what the communicator kept from them (the local check's geometry, the lean
+// header), and nothing more: new data is summed anew, a budget changed
+// through the options is checked again, and a peer whose arguments changed
+// (another budget, op or count) is still caught, on every rank.
+TEST(WorldRequests, ARepeatedCallTakesNothingStaleFromTheOneBefore) {
+  const std::size_t world = tested_factory().worlds({}).front();
+  auto comm = tested_factory().make_comm(world, test_config(world));
+  Failures f;
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
+    const DeviceId dev = tested_backend().device(rank);
+    const auto w = static_cast<std::int32_t>(world);
+    const auto r = static_cast<std::int32_t>(rank);
+    const bool last = rank == world - 1;
+    std::vector<std::int32_t> in(3), out(3, -7);
+    const TensorView vin = TensorView::of(in.data(), DataType::kI32, 3, dev);
+    const TensorView vout = TensorView::of(out.data(), DataType::kI32, 3, dev);
+    const auto sum_of = [&](std::int32_t k) { return w * (w - 1) / 2 + w * k; };
+    const TensorView two_in = TensorView::of(in.data(), DataType::kI32, 2, dev);
+    const TensorView two_out = TensorView::of(out.data(), DataType::kI32, 2, dev);
+    // The same call, summed anew; each change below comes right after one
+    // (where the ranks' slots were last the same).
+    const auto again = [&](std::int32_t k, const char* what) {
+      std::fill(in.begin(), in.end(), r + k);
+      const Status s = comm->all_reduce_into(rank, vin, vout, ReduceOp::kSum);
+      RANK_CHECK(f, rank, s.is_ok() && out[2] == sum_of(k),
+                 what << " " << k << ": " << describe(s) << " got " << out[2]);
+    };
+    for (int round = 0; round < 3; ++round) {
+      for (std::int32_t k = 0; k < 3; ++k) again(k, "repeat");  // the same buffers, new values
+      Status s;
+      // (A world of one has no other rank to differ from.)
+      if (world > 1) {
+        // The last rank changes its op while the others repeat.
+        s = comm->all_reduce_into(rank, vin, vout, last ? ReduceOp::kMax : ReduceOp::kSum);
+        RANK_CHECK(f, rank, s.code() == ErrorCode::kOpMismatch,
+                   "the last rank's op changed: " << describe(s));
+        again(3, "after the op");
+        // ... its count.
+        s = comm->all_reduce_into(rank, last ? two_in : vin, last ? two_out : vout, ReduceOp::kSum);
+        RANK_CHECK(f, rank, s.code() == ErrorCode::kShapeMismatch,
+                   "the last rank's count changed: " << describe(s));
+        again(4, "after the count");
+        // ... its budget (64 bytes, more than the data): the budgets differ.
+        CallOptions other;
+        other.max_chunk_bytes = 64;
+        s = comm->all_reduce_into(rank, vin, vout, ReduceOp::kSum, last ? other : CallOptions{});
+        RANK_CHECK(f, rank,
+                   s.code() == ErrorCode::kInvalidArgument &&
+                       s.message().find("max_chunk_bytes") != std::string::npos,
+                   "the last rank's budget changed: " << describe(s));
+      }
+      // Every rank's budget of 2 bytes holds no i32: every rank is refused,
+      // then the default budget serves the same buffers again.
+      CallOptions tiny;
+      tiny.max_chunk_bytes = 2;
+      s = comm->all_reduce_into(rank, vin, vout, ReduceOp::kSum, tiny);
+      RANK_CHECK(f, rank, s.code() == ErrorCode::kBudgetTooSmall,
+                 "a 2-byte budget after the same call: " << describe(s));
+      again(5, "after the budget");
+      // In place, then out of place again, over the same output buffer.
+      std::fill(out.begin(), out.end(), r + 6);
+      s = comm->all_reduce_into(rank, vout, vout, ReduceOp::kSum);
+      RANK_CHECK(f, rank, s.is_ok() && out[0] == sum_of(6), "in place: " << describe(s));
+      again(7, "out of place");
+    }
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
 }  // namespace
 }  // namespace ruccl::test
 
