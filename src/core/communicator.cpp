@@ -43,7 +43,7 @@ struct Communicator::Impl {
         requests(2 * devices.size()),
         kept_requests(2 * devices.size()),
         checked(devices.size()),
-        lean_choice(devices.size()),
+        lean_choice(2 * devices.size()),
         observer(first, devices.size(), world, config),
         fault_plan(std::move(plan)),
         faults(*fault_plan),
@@ -55,7 +55,15 @@ struct Communicator::Impl {
                  remote != nullptr ? remote->node_level_ranks() : 0},
         algorithms(core::make_table(config)) {}
 
-  // One rank's collective. No exception leaves it: see Seat and call_body.
+  // A rank outside this communicator's local ranks: refused before anything.
+  Status not_served(std::size_t rank) const {
+    return Status(ErrorCode::kInvalidArgument,
+                  "rank " + std::to_string(rank) + " is not served by this communicator (ranks " +
+                      std::to_string(first) + ".." + std::to_string(first + devices.size() - 1) +
+                      " of a world of " + std::to_string(world) + ")");
+  }
+  // One rank's collective (`rank` one of this process's). No exception leaves
+  // it: see Seat and call_body.
   // `fill` writes the call's request into the rank's own (requests: a
   // barrier's its own, so that barriers between collectives do not make the
   // collectives' views differ each time), every field anew; a rank outside
@@ -134,12 +142,13 @@ struct Communicator::Impl {
     std::size_t next = 0;  // the entry a new request replaces
   };
   std::vector<Checked> checked;
-  // Per rank, its thread only: whether the table took the lean path for the
-  // last offer (try_lean; the table and the topology are fixed).
+  // Per request of `requests` (a collective's and a barrier's per rank), its
+  // thread only: whether the table took the lean path for the last offer
+  // (try_lean; the table and the topology are fixed).
   struct LeanChoice {
-    core::CallShape offer;
-    bool lean = false;
-    bool valid = false;
+    std::optional<core::CallShape> offer;  // none yet
+    bool lean = false;                     // the table's answer for it
+    std::uint64_t key = 0;                 // the request it was last asked for (KeptRequest)
   };
   std::vector<LeanChoice> lean_choice;
   core::CallObserver observer;  // tracing, logging, flight recorder, staging stats
@@ -208,7 +217,7 @@ struct Communicator::Impl::Call {
   const std::size_t local;
   const std::uint64_t seq;
   core::Request& req;
-  Communicator::Impl::KeptRequest* kept = nullptr;  // null: a stranger's request
+  Communicator::Impl::KeptRequest* kept = nullptr;  // the request's (set by call_body)
   bool unchanged = false;  // the request is its last call's (kept->checked holds for it)
   core::CallWatch watch;
   const PlannedFaults faults;
@@ -297,22 +306,21 @@ class Communicator::Impl::Seat {
 template <typename Fill>
 Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, const CallOptions& options,
                                                    Fill&& fill, RequestOf of) {
-  const bool ours = rank >= first && rank - first < devices.size();
-  Seat seat(*this, ours ? rank - first : 0);
+  if (rank < first || rank - first >= devices.size()) return not_served(rank);
+  Seat seat(*this, rank - first);
   try {
-    std::optional<core::Request> stranger;  // (call_body refuses it at once)
-    const std::size_t at = 2 * (ours ? rank - first : 0) + (of == RequestOf::kBarrier ? 1 : 0);
-    core::Request& req = ours ? requests[at] : stranger.emplace();
-    KeptRequest* kept = ours ? &kept_requests[at] : nullptr;
+    const std::size_t at = 2 * (rank - first) + (of == RequestOf::kBarrier ? 1 : 0);
+    core::Request& req = requests[at];
+    KeptRequest* kept = &kept_requests[at];
     bool unchanged = false;
     try {
       if constexpr (std::is_same_v<decltype(fill(req)), bool>) unchanged = fill(req);
       else fill(req);
     } catch (...) {
-      if (kept) kept->renew(of == RequestOf::kBarrier);
+      kept->renew(of == RequestOf::kBarrier);
       throw;
     }
-    if (kept && !unchanged) kept->renew(of == RequestOf::kBarrier);
+    if (!unchanged) kept->renew(of == RequestOf::kBarrier);
     return call_body(seat, rank, req, options, kept, unchanged);
   } catch (...) {
     Status why = core::current_exception_status(ErrorCode::kInternal, "the collective call");
@@ -326,11 +334,6 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
                                                         core::Request& req,
                                                         const CallOptions& options,
                                                         KeptRequest* kept, bool unchanged) {
-  if (rank < first || rank - first >= devices.size())
-    return Status(ErrorCode::kInvalidArgument,
-                  "rank " + std::to_string(rank) + " is not served by this communicator (ranks " +
-                      std::to_string(first) + ".." + std::to_string(first + devices.size() - 1) +
-                      " of a world of " + std::to_string(world) + ")");
   const std::size_t local = rank - first;
   if (auto broken = rendezvous.broken()) {
     // Ranks in other processes may wait on this one's collective: tell them
@@ -350,7 +353,7 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
     ~Leave() { flag.store(false, std::memory_order_release); }
   } leave{in_call[local]};
   const std::size_t budget = options.max_chunk_bytes.value_or(config.max_chunk_bytes());
-  if (kept != nullptr && unchanged && req.max_chunk_bytes != budget)
+  if (unchanged && req.max_chunk_bytes != budget)
     kept->renew((kept - kept_requests.data()) % 2 == 1);
   unchanged = unchanged && req.max_chunk_bytes == budget;
   req.max_chunk_bytes = budget;
@@ -358,7 +361,7 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
 
   Call c(*this, rank, seq, req);
   c.kept = kept;
-  c.unchanged = unchanged && kept != nullptr && kept->checked;
+  c.unchanged = unchanged && kept->checked;
   seat.watched(&c.watch);
   // (Caught here, not only in call(): the Seat ends the call's flight entry
   // through c.watch, which must still be alive.)
@@ -419,7 +422,7 @@ void Communicator::Impl::check(Call& c) {
     }
     return g;
   });
-  if (c.kept != nullptr && !c.unchanged && c.geometry.is_ok()) {
+  if (!c.unchanged && c.geometry.is_ok()) {
     c.kept->geometry = c.geometry.value();
     c.kept->checked = true;
   }
@@ -450,23 +453,26 @@ std::optional<Result<core::RankOutcome>> Communicator::Impl::try_lean(Call& c) {
   if (!topology.node_mailbox || !c.geometry.is_ok() || c.faults.adapter || c.faults.in_steps() ||
       c.faults.oom_at("run"))
     return std::nullopt;
-  const core::CallShape offer{
-      c.req.kind, c.bytes, c.req.max_chunk_bytes,      remote->lean_capacity(),
-      true,       true,    remote->lean_direct_bytes()};
   // (The table's choice for the same offer again is kept: a loop of one
-  // collective asks it once.)
-  LeanChoice& kept = lean_choice[c.local];
-  if (!kept.valid || !(kept.offer == offer)) {
-    kept.valid = false;
-    kept.offer = offer;
-    kept.lean =
-        core::choose_algorithm(offer, topology, algorithms) == core::Algorithm::kNodeMailbox;
-    kept.valid = true;
+  // collective asks it once; the same request, by its key, builds no offer.
+  // The direct form's threshold is read anew: it turns on once the node's
+  // processes can read each other.)
+  LeanChoice& kept = lean_choice[static_cast<std::size_t>(c.kept - kept_requests.data())];
+  const std::size_t direct_bytes = remote->lean_direct_bytes();
+  if (!(c.unchanged && kept.offer && kept.key == c.kept->key &&
+        kept.offer->lean_direct == direct_bytes)) {
+    const core::CallShape offer{c.req.kind, c.bytes, c.req.max_chunk_bytes, remote->lean_capacity(),
+                                true,       true,    direct_bytes};
+    if (!kept.offer || !(*kept.offer == offer)) {
+      kept.lean =
+          core::choose_algorithm(offer, topology, algorithms) == core::Algorithm::kNodeMailbox;
+      kept.offer = offer;
+    }
+    kept.key = c.kept->key;
   }
   if (!kept.lean) return std::nullopt;
   // This rank's slot first, then its flight entry while the peers post theirs.
-  auto posted =
-      remote->lean_post(c.local, c.seq, c.req, c.geometry.value(), c.kept ? c.kept->key : 0);
+  auto posted = remote->lean_post(c.local, c.seq, c.req, c.geometry.value(), c.kept->key);
   if (!posted) return std::nullopt;
   if (!c.watch.has_begun()) c.watch.begun(c.req, c.bytes);
   if (!posted->is_ok()) return Result<core::RankOutcome>(std::move(*posted));

@@ -88,22 +88,6 @@ Status check_record_geometry(const Request& req, const Geometry& g, std::size_t 
   return Status::ok();
 }
 
-namespace {
-// Vectors of sizes compared element by element (per call, and mostly one or
-// two elements: no library call).
-bool same_sizes(const std::vector<std::size_t>& a, const std::vector<std::size_t>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i]) return false;
-  return true;
-}
-}  // namespace
-
-bool same_view(const TensorView& a, const TensorView& b) {
-  return a.data == b.data && a.dtype == b.dtype && a.device == b.device && a.stream == b.stream &&
-         same_sizes(a.shape, b.shape);
-}
-
 void assign_view(TensorView& to, const TensorView& from) {
   to.data = from.data;
   to.dtype = from.dtype;

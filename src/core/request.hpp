@@ -41,8 +41,20 @@ void assign_request(Request& to, const Request& from);
 // views with their addresses): check_local, a pure function of the request
 // and its rank, gives both the same answer.
 bool same_request(const Request& a, const Request& b);
-// Whether two views are the same buffer, dtype, shape, device and stream.
-bool same_view(const TensorView& a, const TensorView& b);
+// Vectors of sizes compared element by element (per call, and mostly one or
+// two elements: no library call).
+inline bool same_sizes(const std::vector<std::size_t>& a, const std::vector<std::size_t>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+// Whether two views are the same buffer, dtype, shape, device and stream
+// (inline: every repeated call compares its two views).
+inline bool same_view(const TensorView& a, const TensorView& b) {
+  return a.data == b.data && a.dtype == b.dtype && a.device == b.device && a.stream == b.stream &&
+         same_sizes(a.shape, b.shape);
+}
 
 // Facts derived from a request, valid once check_local passed.
 struct Geometry {

@@ -530,6 +530,14 @@ Result<Mailbox::Message> Mailbox::wait(std::size_t me, std::size_t rank, std::ui
                    std::span<const std::byte>(s + kSlotHeader, bytes)};
   };
   std::byte* got = nullptr;
+  // Already there (the later rank of a small collective finds it so), with
+  // no notice and no abort: taken without setting a wait up. (The notices
+  // after the slot, as in wait_until: a rank posts its notice before what it
+  // publishes after a failure.)
+  if ((got = ready()) != nullptr &&
+      atomic_at<std::uint32_t>(at(kNoticesAt)).load(std::memory_order_acquire) == 0 &&
+      (abort_ == nullptr || !abort_->load(std::memory_order_acquire)))
+    return message(got);
   const std::size_t watch[1] = {rank};
   const auto poll = [&] { return (got = ready()) != nullptr; };
   RUCCL_TRY(await(me, watch, deadline, poll, [&] {

@@ -549,7 +549,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     }
     box.publish(me - base, seq, hb + counts + (direct ? kLeanAddress : data), node::Lane::kLean);
     k.posted = {seq, direct, &head, slot.data() + hb, bytes, request_key};
-    return Status::ok();
+    return std::optional<Status>(std::in_place);  // ok (built in place: no move per call)
   }
   std::optional<Result<core::RankOutcome>> lean_collect(std::size_t local, std::uint64_t seq,
                                                         const core::Request& req,

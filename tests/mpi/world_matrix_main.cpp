@@ -196,19 +196,37 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
   }
 }
 
+// Each local rank of a fresh world communicator of the tested size runs
+// `body` (its rank, the world, its device; w and r as i32); the test fails
+// with what the ranks reported.
+struct RankCase {
+  std::size_t rank, world;
+  DeviceId dev;
+  std::int32_t w, r;
+};
+template <typename Body>
+void on_each_rank(Body&& body) {
+  const std::size_t world = tested_factory().worlds({}).front();
+  auto comm = tested_factory().make_comm(world, test_config(world));
+  Failures f;
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
+    body(comm.get(), f,
+         RankCase{rank, world, tested_backend().device(rank), static_cast<std::int32_t>(world),
+                  static_cast<std::int32_t>(rank)});
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
 // Each call of a rank starts from its own arguments only: kinds, forms
 // (value and into), roles (a broadcast's sender then receiver), shapes and
 // counts change from call to call, and nothing of the one before (its output
 // buffer, root, send counts, shape) carries over, also where only a root or a
 // shape differs from the call before, the sizes the same.
 TEST(WorldRequests, EachCallStartsFromItsOwnArgumentsOnly) {
-  const std::size_t world = tested_factory().worlds({}).front();
-  auto comm = tested_factory().make_comm(world, test_config(world));
-  Failures f;
-  run_local_ranks(*comm, f, [&](std::size_t rank) {
-    const DeviceId dev = tested_backend().device(rank);
-    const auto w = static_cast<std::int32_t>(world);
-    const auto r = static_cast<std::int32_t>(rank);
+  on_each_rank([](Communicator* comm, Failures& f, const RankCase& c) {
+    const std::size_t rank = c.rank, world = c.world;
+    const DeviceId dev = c.dev;
+    const std::int32_t w = c.w, r = c.r;
     const std::int32_t rank_sum = w * (w - 1) / 2;
     const auto i32 = [&](std::int32_t* p, Shape shape) {
       return TensorView{p, DataType::kI32, std::move(shape), dev, nullptr};
@@ -301,7 +319,6 @@ TEST(WorldRequests, EachCallStartsFromItsOwnArgumentsOnly) {
       }
     }
   });
-  EXPECT_TRUE(f.empty()) << f.report();
 }
 
 // A call that repeats the last one's arguments (the same buffers) takes
@@ -310,13 +327,10 @@ TEST(WorldRequests, EachCallStartsFromItsOwnArgumentsOnly) {
 // through the options is checked again, and a peer whose arguments changed
 // (another budget, op or count) is still caught, on every rank.
 TEST(WorldRequests, ARepeatedCallTakesNothingStaleFromTheOneBefore) {
-  const std::size_t world = tested_factory().worlds({}).front();
-  auto comm = tested_factory().make_comm(world, test_config(world));
-  Failures f;
-  run_local_ranks(*comm, f, [&](std::size_t rank) {
-    const DeviceId dev = tested_backend().device(rank);
-    const auto w = static_cast<std::int32_t>(world);
-    const auto r = static_cast<std::int32_t>(rank);
+  on_each_rank([](Communicator* comm, Failures& f, const RankCase& c) {
+    const std::size_t rank = c.rank, world = c.world;
+    const DeviceId dev = c.dev;
+    const std::int32_t w = c.w, r = c.r;
     const bool last = rank == world - 1;
     std::vector<std::int32_t> in(3), out(3, -7);
     const TensorView vin = TensorView::of(in.data(), DataType::kI32, 3, dev);
@@ -371,7 +385,6 @@ TEST(WorldRequests, ARepeatedCallTakesNothingStaleFromTheOneBefore) {
       again(7, "out of place");
     }
   });
-  EXPECT_TRUE(f.empty()) << f.report();
 }
 
 }  // namespace
