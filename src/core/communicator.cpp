@@ -387,6 +387,9 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
     return outcome;
   } catch (...) {
     Status why = core::current_exception_status(ErrorCode::kInternal, "the collective call");
+    // (Thrown before the entry began, as on the lean path before its post:
+    // the dump still shows the call.)
+    if (!c.watch.has_begun()) c.watch.begun(req, c.bytes);
     seat.fail(why);
     seat.watched(nullptr);
     return why;
@@ -728,16 +731,23 @@ Status Communicator::barrier(std::size_t rank) {
       ->call(
           rank, CallOptions{},
           [&](core::Request& req) {
-            // (The same every time but the first: this request is the barrier's own.)
+            // (The same every time but the first: this request is the barrier's
+            // own. Every field the fill writes is compared, so that a fill that
+            // threw halfway is done again.)
+            const auto empty = [&](const TensorView& v) {
+              return v.data == nullptr && v.dtype == DataType::kU8 && v.device == device &&
+                     v.stream == nullptr && v.shape.size() == 1 && v.shape[0] == 0;
+            };
             if (req.out && req.kind == CollectiveKind::kAllReduce && req.op == ReduceOp::kMax &&
-                req.in.device == device && req.out->device == device) {
+                req.dtype == DataType::kU8 && req.root == 0 && req.has_input &&
+                req.send_counts.empty() && empty(req.in) && empty(*req.out)) {
               req.shape.clear();
               return true;
             }
             refill(req, CollectiveKind::kAllReduce, none, &none);
-            req.op = ReduceOp::kMax;
             req.in.shape.assign(1, 0);
             req.out->shape.assign(1, 0);
+            req.op = ReduceOp::kMax;  // (last: until here, the check above fails)
             return false;
           },
           Impl::RequestOf::kBarrier)
