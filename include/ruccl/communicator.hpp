@@ -159,6 +159,9 @@ class Communicator {
   //     through this one's UCX transports under a communicator slot of its
   //     own (at most 40 live at once on one rank); its collectives between
   //     processes go over UCX, not yet through the node's shared memory.
+  //     A child and its parent (or two children) may be called at once from
+  //     different threads, in any order relative to each other: on a shared
+  //     transport their messages take turns (a UCX worker per local rank).
   //     Shared transports are one failure domain: a transport failure (a dead
   //     peer, a timeout, an abort) ends this communicator and every one split
   //     from it; a typed error of a call (a mismatch, a bad argument) stays in

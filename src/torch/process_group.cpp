@@ -12,6 +12,8 @@
 // bootstrap requires every host's ranks to be contiguous (torchrun, mpirun).
 #include "process_group.hpp"
 
+#include <Python.h>  // the destructor lets go of the GIL while it joins the worker
+
 #include <ATen/Functions.h>
 #include <ATen/core/ivalue.h>
 
@@ -180,30 +182,36 @@ struct Element {
 
 class ProcessGroupRuccl final : public c10d::ProcessGroup {
  public:
-  // `worker`: a parent's, for a group that shares its transports (one
-  // thread per set of transports: their calls must not overlap); null: one
-  // of its own.
+  // `shares`: the communicator was split from another group's and shares its
+  // transports. Every group has a worker thread of its own, also one that
+  // shares transports (they take turns on them: transport.hpp), so the ops of
+  // two groups run side by side and each group's order is its own.
   ProcessGroupRuccl(int rank, int size, std::shared_ptr<Communicator> comm,
-                    std::size_t all_to_all_budget, std::shared_ptr<Worker> worker = nullptr)
+                    std::size_t all_to_all_budget, bool shares = false)
       : c10d::ProcessGroup(rank, size),
         comm_(std::move(comm)),
         device_(comm_->devices().front()),
         all_to_all_options_{all_to_all_budget},
-        shares_(worker != nullptr),
-        worker_(worker ? std::move(worker) : std::make_shared<Worker>()) {}
+        shares_(shares),
+        worker_(std::make_unique<Worker>()) {}
 
   ~ProcessGroupRuccl() override {
+    // Destroyed from Python (destroy_process_group, the last reference), with
+    // the GIL: the worker's last task may drop the last reference to a Work
+    // whose tensors need the GIL to go, so the GIL is let go while this waits.
+    PyThreadState* const python =
+        Py_IsInitialized() != 0 && PyGILState_Check() != 0 ? PyEval_SaveThread() : nullptr;
     // Collectives still queued or running when the group goes: wake the running
     // one (and the peers') instead of waiting out its deadline.
     if (in_flight_.load() > 0) comm_->abort("the torch process group was destroyed");
-    // The worker may be shared: its tasks of this group (they hold `this`)
-    // run, failing fast after the abort, before the group goes.
+    // Its tasks (they hold `this`) run, failing fast after the abort, before
+    // the group goes.
     while (in_flight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    worker_.reset();  // the last group of a worker joins it
+    worker_.reset();  // joins it
+    if (python != nullptr) PyEval_RestoreThread(python);
   }
 
   const std::shared_ptr<Communicator>& communicator() const { return comm_; }
-  const std::shared_ptr<Worker>& worker() const { return worker_; }
   bool shares() const { return shares_; }
 
   const std::string getBackendName() const override { return "ruccl"; }
@@ -619,8 +627,8 @@ class ProcessGroupRuccl final : public c10d::ProcessGroup {
   DeviceId device_;
   CallOptions all_to_all_options_;
   std::atomic<std::size_t> in_flight_{0};  // posted ops whose ruccl call has not returned
-  const bool shares_;                      // the transports and worker are a parent's
-  std::shared_ptr<Worker> worker_;         // last: released after the members above
+  const bool shares_;                      // the transports are a parent's
+  std::unique_ptr<Worker> worker_;         // last: released after the members above
 };
 
 }  // namespace
@@ -661,7 +669,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> create_process_group(
                                               " is ruccl rank " +
                                               std::to_string((*split)->first_rank())));
       return c10::make_intrusive<ProcessGroupRuccl>(rank, size, std::move(split).value(), budget,
-                                                    parent->worker());
+                                                    /*shares=*/true);
     }
     // Refused alike on every member (no slot left, ...): a world of its own.
   }

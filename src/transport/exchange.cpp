@@ -70,7 +70,7 @@ class ExchangeRound {
   ExchangeRound(UcxTransport& transport, WireKind kind)
       : t_(transport),
         kind_(kind),
-        s_(kind == WireKind::kAbort ? t_.notice_scratch_ : t_.scratch_),
+        s_(t_.take_scratch()),
         recv_frames_(s_.recv_frames),
         send_frames_(s_.send_frames),
         messages_(s_.messages),
@@ -84,6 +84,7 @@ class ExchangeRound {
       if (!in_flight_.empty()) cancel_outstanding();
     } catch (...) {
     }
+    s_.busy = false;  // (the claim is still held: run_exchange's caller holds it)
   }
   ExchangeRound(const ExchangeRound&) = delete;
   ExchangeRound& operator=(const ExchangeRound&) = delete;
@@ -101,6 +102,9 @@ class ExchangeRound {
   // microsecond): what already arrived (a notice) is matched before a
   // failure is reported.
   void settle();
+  // Another thread's exchange sealed the transport while this one handed it
+  // over: its requests are abandoned (never progressed again).
+  Status abandon_sealed();
   Status prefer_notice(Status error);
   void lay_out_frames(std::span<const SendOp> sends, std::span<const RecvOp> recvs);
   std::byte* frame(std::size_t at) { return s_.frames.data() + at; }
@@ -124,7 +128,7 @@ class ExchangeRound {
 
   UcxTransport& t_;
   const WireKind kind_;
-  ExchangeScratch& s_;  // the transport's, reused by every exchange of this kind
+  ExchangeScratch& s_;  // the transport's pool's, taken for this exchange
   std::vector<Frame>& recv_frames_;
   std::vector<std::size_t>& send_frames_;
   std::vector<Message>& messages_;
@@ -134,9 +138,8 @@ class ExchangeRound {
 
 Status UcxTransport::exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                               Clock::time_point deadline) {
-  Claim claim(*this);
-  if (!claim)  // another thread sends the abort notice (abort_flag is set too)
-    return Status(ErrorCode::kAborted, "exchange: aborted (the abort notice is being sent)");
+  const Claim claim(*this, deadline, "exchange");
+  RUCCL_TRY(claim.status());  // the abort notice is being sent, or another call kept it
   const Status status = run_exchange(sends, recvs, deadline, WireKind::kData);
   // Tell the peers, unless this was a misuse (nothing was posted) or the
   // failure is one a peer already reported (every peer got that notice too).
@@ -213,10 +216,15 @@ Status UcxTransport::notice() {
 }
 
 void UcxTransport::notify_failure(std::uint64_t seq, const Status& error) {
-  Claim claim(*this);
-  if (!claim) return;  // the abort notice is being sent: it is the one
+  const Claim claim(*this, Clock::now() + kNoticeBound, "failure notice");
+  if (!claim.status()) return;  // the abort notice is being sent (it is the one), or busy
   try {
     send_notice(seq, error);
+    // The peers fail their transports on this notice (and send none back):
+    // this one fails too, so that an exchange of a communicator sharing it
+    // ends at once instead of waiting on those peers until its deadline.
+    if (notice_.is_ok() && !error.is_ok())
+      notice_ = Status(error.code(), "this rank's transport failed earlier: " + error.message());
   } catch (...) {  // (out of memory building the notice: the peers keep their deadlines)
   }
 }
@@ -296,8 +304,22 @@ Status ExchangeRound::check_peers(std::span<const SendOp> sends,
 // its notice, queued here, says why better than the closed endpoint does
 // (an abort is Aborted on every rank, not a PeerFailure on some).
 void ExchangeRound::settle() {
+  if (t_.sealed_) return;
   for (std::size_t k = 0; k < kSettleRounds && t_.worker_.progress() != 0; ++k) {
   }
+}
+
+Status ExchangeRound::abandon_sealed() {
+  for (std::size_t i : in_flight_)
+    messages_[i].request.reset();  // UCX releases them with the worker
+  const std::size_t left = in_flight_.size();
+  in_flight_.clear();
+  Status why = t_.notice_.is_ok() ? Status(ErrorCode::kAborted, "a failure") : t_.notice_;
+  return Status(why.code(),
+                "exchange: another call on this transport (a communicator sharing it) "
+                "failed and sealed it; " +
+                    std::to_string(left) +
+                    " of this exchange's messages abandoned: " + why.message());
 }
 
 Status ExchangeRound::prefer_notice(Status error) {
@@ -528,7 +550,7 @@ void ExchangeRound::drain(Clock::time_point until, bool receives_only) {
                        [&](std::size_t i) { return messages_[i].is_recv; });
   };
   poll();
-  while (waiting() && Clock::now() < until) {
+  while (waiting() && Clock::now() < until && !t_.sealed_) {
     t_.worker_.progress();
     poll();
   }
@@ -539,6 +561,7 @@ void ExchangeRound::drain(Clock::time_point until, bool receives_only) {
 std::string ExchangeRound::cancel_outstanding() {
   poll();
   if (in_flight_.empty()) return {};
+  if (t_.sealed_) return "; " + abandon_sealed().message();
   std::vector<std::size_t> cut;
   auto cut_off = [&](const Message& m, const char* why) {
     if (!t_.endpoints_[m.peer].is_open()) return;
@@ -677,6 +700,14 @@ Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp>
         next_liveness = now + kLivenessPeriod;
         error = dead_peer_error();
         if (!error) break;
+      }
+      // Another thread's call waits for the transport (a communicator
+      // sharing it): its turn. Its progress completes this exchange's
+      // requests too; the checks above run again once it is back.
+      if (!notice && kind_ == WireKind::kData && t_.waiting_.load(std::memory_order_relaxed) != 0) {
+        t_.hand_over();
+        if (t_.sealed_) return abandon_sealed();
+        continue;
       }
     }
     t_.worker_.progress();

@@ -2,8 +2,13 @@
 // across processes and nodes. This header is all the rest of ruccl sees; it
 // includes no UCX header (only src/transport/*.cpp do).
 //
-// Life of a transport (one per local rank; the calls are not thread-safe, but
-// the object may move between threads as long as one thread uses it at a time):
+// Life of a transport (one per local rank). Several threads may call
+// exchange() at once (communicators split from one another share a rank's
+// transport, each driven by threads of its own): their exchanges take turns
+// on the one UCX worker, a waiting one gets it within a few progress rounds,
+// and each one's progress completes the others' messages too, so two
+// exchanges that wait on each other's peers both finish. The other calls are
+// made by one thread (creation, close):
 //
 //   auto t = make_ucx_transport({.abort = &abort_flag});  // context + worker
 //   blob = t->address();                 // out-of-band: allgather the blobs

@@ -64,6 +64,58 @@ bool UcxTransport::try_claim(Owner as) {
   return owner_.compare_exchange_strong(idle, as, std::memory_order_seq_cst);
 }
 
+Status UcxTransport::claim_call(Clock::time_point deadline, const char* what) {
+  if (try_claim(kCall)) return Status::ok();
+  Status why;
+  waiting_.fetch_add(1, std::memory_order_seq_cst);
+  while (!try_claim(kCall)) {
+    if (owner_.load(std::memory_order_seq_cst) == kAborter) {
+      why = Status(ErrorCode::kAborted,
+                   std::string(what) + ": aborted (the abort notice is being sent)");
+      break;
+    }
+    if (aborted()) {
+      why = Status(ErrorCode::kAborted, std::string(what) + ": aborted");
+      break;
+    }
+    if (Clock::now() >= deadline) {
+      why = Status(ErrorCode::kTimeout,
+                   std::string(what) +
+                       ": deadline passed waiting for another thread's call on this transport "
+                       "(a communicator split from this one, or its parent) to hand it over");
+      break;
+    }
+    std::this_thread::yield();
+  }
+  waiting_.fetch_sub(1, std::memory_order_seq_cst);
+  return why;
+}
+
+void UcxTransport::hand_over() {
+  release();
+  // A waiting call takes it within a few of its polls; a bound keeps this
+  // thread from spinning on a waiter that gave up meanwhile.
+  constexpr auto kHandOverBound = std::chrono::milliseconds(1);
+  const auto until = Clock::now() + kHandOverBound;
+  while (owner_.load(std::memory_order_seq_cst) == kIdle &&
+         waiting_.load(std::memory_order_seq_cst) > 0 && Clock::now() < until)
+    std::this_thread::yield();
+  waiting_.fetch_add(1, std::memory_order_seq_cst);  // the holder hands it back in turn
+  while (!try_claim(kCall)) std::this_thread::yield();
+  waiting_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+ExchangeScratch& UcxTransport::take_scratch() {
+  for (auto& s : scratch_pool_)
+    if (!s->busy) {
+      s->busy = true;
+      return *s;
+    }
+  scratch_pool_.push_back(std::make_unique<ExchangeScratch>());
+  scratch_pool_.back()->busy = true;
+  return *scratch_pool_.back();
+}
+
 // An abort_notify that found the transport busy left its notice to whoever
 // held it: that is this thread. (abort_notify stores abort_pending_ before it
 // tries to claim; this releases before it reads abort_pending_: one of the two
@@ -75,14 +127,14 @@ void UcxTransport::release() {
 
 void UcxTransport::send_pending_abort() {
   if (!try_claim(kAborter)) return;  // busy: the holder sends it when it releases
-  std::uint64_t seq = 0;
-  Status error;
-  {
-    std::lock_guard lock(abort_mutex_);
-    seq = abort_seq_;
-    error = abort_error_;
-  }
   try {
+    std::uint64_t seq = 0;
+    Status error;
+    {
+      std::lock_guard lock(abort_mutex_);
+      seq = abort_seq_;
+      error = abort_error_;
+    }
     send_notice(seq, error);
   } catch (...) {  // (out of memory building the notice: the peers keep their deadlines)
   }
@@ -195,8 +247,8 @@ Status UcxTransport::do_connect(const std::vector<std::vector<std::byte>>& addre
 // another job is refused in round 1 already ("comes from another job").
 
 Status UcxTransport::handshake(Clock::time_point deadline) {
-  Claim claim(*this);
-  if (!claim) return Status(ErrorCode::kAborted, "handshake: aborted");
+  const Claim claim(*this, deadline, "handshake");
+  RUCCL_TRY(claim.status());
   return core::catch_to_status(ErrorCode::kInternal, "connection handshake", [&]() -> Status {
     if (!connect_called_) return Status(ErrorCode::kInvalidArgument, "handshake before connect");
     if (!self_known_)
@@ -291,6 +343,8 @@ std::string condense_lane(std::string_view line) {
 
 }  // namespace
 
+// Without the claim: called only while the world is created (its debug log),
+// before any other thread uses the transport.
 std::string UcxTransport::describe_lanes(std::size_t peer) const {
   try {
     return lanes_of(peer);
@@ -329,7 +383,8 @@ Status UcxTransport::close(Clock::time_point deadline) {
   // An abort notice being sent on another thread ends within its bound.
   while (!try_claim(kCall)) {
     if (Clock::now() >= deadline)
-      return Status(ErrorCode::kAborted, "close: the transport is busy sending an abort notice");
+      return Status(ErrorCode::kAborted,
+                    "close: the transport is busy (an abort notice, or another thread's call)");
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   Status closed =

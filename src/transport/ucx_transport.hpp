@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ struct ExchangeScratch {
   std::vector<std::size_t> send_frames;      // per send op: offset of its header
   std::vector<ExchangeMessage> messages;
   std::vector<std::size_t> in_flight;        // indices into messages
+  bool busy = false;                         // an exchange holds it
 };
 
 struct PeerHealth {
@@ -109,29 +111,54 @@ class UcxTransport final : public Transport {
   // abort notice's error and seq instead of these when there is one.
   void send_notice(std::uint64_t seq, const Status& error);
 
-  // Who may drive UCX now: kIdle, the owning thread inside a call (kCall), or
-  // a thread sending the abort notice (kAborter). Every public call that
-  // touches UCX claims the transport (try_claim) and releases it on return;
-  // release() sends an abort notice recorded meanwhile. Cheap: one CAS and
-  // two atomic stores per call.
+  // Who may drive UCX now: kIdle, a thread inside a call (kCall), or a thread
+  // sending the abort notice (kAborter). Every public call that touches UCX
+  // claims the transport and releases it on return; release() sends an abort
+  // notice recorded meanwhile. Cheap when one thread uses the transport: one
+  // CAS and two atomic stores per call.
+  //
+  // Several threads may call at once (communicators split from one another
+  // share this transport, each driven by threads of its own): a call that
+  // finds another call holding the transport waits (counted in waiting_)
+  // until it is handed over, or its deadline. A data exchange that waits on
+  // its messages hands the transport over every few progress rounds while a
+  // call waits (hand_over), then claims it back: the exchanges of several
+  // threads progress the one worker in turns, each completing the others'
+  // requests too, so none waits on a message another thread's exchange must
+  // post. The transport's state (endpoints, health, notices, the sealed flag,
+  // the scratch pool) is touched only by the thread that holds it.
   enum Owner : int { kIdle = 0, kCall = 1, kAborter = 2 };
   bool try_claim(Owner as);
+  // Claims as kCall, waiting for a call of another thread to hand over: ok;
+  // kAborted while an abort notice is being sent or after the abort flag;
+  // kTimeout at `deadline`. `what` names the call in the error.
+  Status claim_call(Clock::time_point deadline, const char* what);
   void release();
+  // Inside a data exchange that holds the transport and has a call waiting:
+  // releases it, lets the waiting call take it, and claims it back (however
+  // long that takes: every holder hands over within a few progress rounds, an
+  // abort notice within its bound, a failed exchange's cancel within ~2 s).
+  void hand_over();
   void send_pending_abort();  // claims as kAborter; does nothing if the transport is busy
   class Claim {
    public:
-    explicit Claim(UcxTransport& t) : t_(t), held_(t.try_claim(kCall)) {}
+    Claim(UcxTransport& t, Clock::time_point deadline, const char* what)
+        : t_(t), status_(t.claim_call(deadline, what)) {}
     ~Claim() {
-      if (held_) t_.release();
+      if (status_) t_.release();
     }
     Claim(const Claim&) = delete;
     Claim& operator=(const Claim&) = delete;
-    explicit operator bool() const { return held_; }
+    // ok: held; else why not.
+    const Status& status() const { return status_; }
 
    private:
     UcxTransport& t_;
-    const bool held_;
+    const Status status_;
   };
+  // A scratch for one exchange (a free one of the pool, else a new one; it
+  // stays the transport's, as abandoned requests may point into it).
+  ExchangeScratch& take_scratch();
 
   friend class ExchangeRound;
 
@@ -145,9 +172,10 @@ class UcxTransport final : public Transport {
   WireKeys keys_;                   // derived from options_.token (wire_header.hpp)
   std::vector<PeerHealth> health_;  // sized once, in connect(): never reallocated
   std::vector<std::byte> notice_buffer_;  // the notice receive's target
-  ExchangeScratch scratch_;          // of data and hello exchanges
-  ExchangeScratch notice_scratch_;   // of failure notices, sent while a failed
-                                     // data exchange still has messages in flight
+  // Of exchanges in progress (one per thread inside a call, plus a failure
+  // notice sent while a failed exchange still has messages in flight):
+  // never freed before the worker.
+  std::vector<std::unique_ptr<ExchangeScratch>> scratch_pool_;
   Context context_;
   Worker worker_;
   std::vector<std::byte> address_;
@@ -164,6 +192,7 @@ class UcxTransport final : public Transport {
   bool sealed_ = false;
 
   std::atomic<int> owner_{kIdle};
+  std::atomic<std::size_t> waiting_{0};     // calls waiting for the transport (claim_call)
   std::atomic<bool> abort_pending_{false};  // abort_notify recorded a notice
   std::mutex abort_mutex_;                  // guards the two below
   std::uint64_t abort_seq_ = 0;

@@ -6,9 +6,11 @@
 // parallel), everything in reverse order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -260,6 +262,64 @@ TEST_P(Split, AbortOfAChild) {
     else
       RANK_CHECK(f, rank, p.is_ok() && p.value() == static_cast<std::int64_t>(world),
                  "parent: " << describe(p.status()));
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
+// Two children of one parent, each driven by a thread of its own on every
+// rank at the same time, the threads starting in opposite orders on
+// neighbouring ranks. Across processes both children send through the same
+// transports (views of the parent's): their exchanges take turns on each UCX
+// worker and complete each other's messages; in process they are
+// communicators of their own. Every sum is exact; counts odd and above the
+// inline size, so both children's messages are in flight at once.
+TEST_P(Split, TwoChildrenAtOnceFromTwoThreadsOfEachRank) {
+  const std::size_t world = GetParam();
+  if (world < 2) GTEST_SKIP() << "needs two ranks";
+  auto parent = tested_factory().make_comm(world);
+  Failures f;
+  run_local_ranks(*parent, f, [&](std::size_t rank) {
+    auto a = parent->split(rank, 0, static_cast<std::int64_t>(rank));
+    auto b = parent->split(rank, 0, -static_cast<std::int64_t>(rank));
+    RANK_CHECK(f, rank, a.is_ok() && b.is_ok(),
+               "split: " << describe(a.status()) << " / " << describe(b.status()));
+    if (!a.is_ok() || !b.is_ok()) return;
+    const Backend& be = tested_backend();
+    auto drive = [&](const Communicator::Split& s, bool late, std::int64_t salt) {
+      if (late) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      for (std::int64_t round = 0; round < 12; ++round) {
+        const std::size_t count = round % 2 == 0 ? 3 : 4099;  // 24 B, ~32 KiB
+        std::vector<std::int64_t> v(count);
+        for (std::size_t i = 0; i < count; ++i)
+          v[i] = static_cast<std::int64_t>(s.rank) + salt + round + static_cast<std::int64_t>(i);
+        const Buffer in =
+            be.upload(rank, Bytes(reinterpret_cast<const std::byte*>(v.data()),
+                                  reinterpret_cast<const std::byte*>(v.data() + count)));
+        auto out = s.comm->all_reduce(s.rank, in.view1(DataType::kI64), ReduceOp::kSum);
+        RANK_CHECK(f, rank, out.is_ok(),
+                   "child " << salt << " round " << round << ": " << describe(out.status()));
+        if (!out.is_ok()) return;
+        const Bytes got = be.download(out.value());
+        std::vector<std::int64_t> sum(count);
+        std::memcpy(sum.data(), got.data(), std::min(got.size(), count * sizeof(std::int64_t)));
+        const auto n = static_cast<std::int64_t>(world);
+        for (std::size_t i = 0; i < count; ++i) {
+          const std::int64_t want =
+              n * (n - 1) / 2 + n * (salt + round + static_cast<std::int64_t>(i));
+          if (sum[i] != want) {
+            RANK_CHECK(f, rank, false,
+                       "child " << salt << " round " << round << " element " << i << ": " << sum[i]
+                                << ", expected " << want);
+            return;
+          }
+        }
+      }
+    };
+    const bool a_late = rank % 2 == 1;
+    std::thread ta(drive, std::cref(a.value()), a_late, std::int64_t{100});
+    std::thread tb(drive, std::cref(b.value()), !a_late, std::int64_t{7});
+    ta.join();
+    tb.join();
   });
   EXPECT_TRUE(f.empty()) << f.report();
 }

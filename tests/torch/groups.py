@@ -1,7 +1,12 @@
 """dist.new_group on ruccl: two groups of two at np=4, split from the default
-ruccl group (sharing its transports and worker; agreed through the group's
+ruccl group (sharing its transports; agreed through the group's
 PrefixStore), used interleaved with the default group and checked against
-Gloo subgroups of the same ranks; a group with share=False opens its own."""
+Gloo subgroups of the same ranks; a group with share=False opens its own.
+Each group has a worker thread of its own: asynchronous ops posted to a half
+and to the default group in opposite orders on the two ranks of a half
+complete."""
+import datetime
+
 import torch
 import torch.distributed as dist
 
@@ -50,6 +55,23 @@ for step in range(3):
     y = t.clone()
     dist.broadcast(y, src=halves[mine][1], group=gg)
     check.equal(f"half broadcast step {step}", x, y)
+# With one worker for both groups, each rank's first op would wait for the
+# other rank's second, queued behind its first (until the timeout).
+for step in range(3):
+    h = torch.full((5,), float(rank + step))
+    w = torch.full((5,), float(rank))
+    if rank % 2 == 0:
+        wh = dist.all_reduce(h, group=rg, async_op=True)
+        ww = dist.all_reduce(w, async_op=True)
+    else:
+        ww = dist.all_reduce(w, async_op=True)
+        wh = dist.all_reduce(h, group=rg, async_op=True)
+    for work in (wh, ww):
+        work.wait(timeout=datetime.timedelta(seconds=20))
+    check.equal(f"half all_reduce posted in opposite orders, step {step}", h,
+                torch.full((5,), float(4 * mine + 1 + 2 * step)))
+    check.equal(f"world all_reduce posted in opposite orders, step {step}", w,
+                torch.full((5,), 6.0))
 dist.barrier()
 dist.destroy_process_group()
 check.finish("groups np=4")
