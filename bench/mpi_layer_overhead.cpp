@@ -62,8 +62,11 @@ int main(int argc, char** argv) {
   PMPI_Type_commit(&derived);
 
   // The Routes exist before timing (each creation is a ruccl world).
-  layer::Route* world = layer::routed(layer::Coll::kAllreduce, MPI_COMM_WORLD, layer::Why::kRouted);
-  layer::routed(layer::Coll::kAllreduce, dup, layer::Why::kRouted);
+  layer::Route* world = nullptr;
+  if (const layer::Routed r =
+          layer::routed(layer::Coll::kAllreduce, MPI_COMM_WORLD, layer::Why::kRouted))
+    world = &*r;  // (single-threaded: no lock held)
+  (void)layer::routed(layer::Coll::kAllreduce, dup, layer::Why::kRouted);
   if (world == nullptr) {
     std::fprintf(stderr, "mpi_layer_overhead: MPI_COMM_WORLD is not routed (RUCCL_MPI=0?)\n");
     MPI_Abort(MPI_COMM_WORLD, 1);

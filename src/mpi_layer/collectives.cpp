@@ -53,8 +53,8 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
                              MPI_Op op, MPI_Comm comm) {
   std::optional<Reduction> red;
   Why local = count < 0 ? Why::kArgument : reduction_check(type, op, red);
-  Route* r = routed(Coll::kAllreduce, comm, local);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(Coll::kAllreduce, comm, local);
+  if (!r) return std::nullopt;
   return run(Coll::kAllreduce, comm, [&]() -> Status {
     const std::size_t n = static_cast<std::size_t>(count) * red->lanes;
     const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
@@ -67,8 +67,8 @@ std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Dat
                           MPI_Op op, int root, MPI_Comm comm) {
   std::optional<Reduction> red;
   Why local = count < 0 || bad_root(root, comm) ? Why::kArgument : reduction_check(type, op, red);
-  Route* r = routed(Coll::kReduce, comm, local);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(Coll::kReduce, comm, local);
+  if (!r) return std::nullopt;
   return run(Coll::kReduce, comm, [&]() -> Status {
     const std::size_t n = static_cast<std::size_t>(count) * red->lanes;
     const std::size_t ruccl_root = r->ruccl_of_mpi[static_cast<std::size_t>(root)];
@@ -83,8 +83,8 @@ std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Dat
 std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   std::size_t es = 0;
   Why local = count < 0 || bad_root(root, comm) ? Why::kArgument : move_check(type, es);
-  Route* r = routed(Coll::kBcast, comm, local);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(Coll::kBcast, comm, local);
+  if (!r) return std::nullopt;
   return run(Coll::kBcast, comm, [&]() -> Status {
     const TensorView& v =
         r->view(0, buffer, DataType::kBytes, static_cast<std::size_t>(count) * es);
@@ -97,8 +97,8 @@ std::optional<int> allgather(const void* sendbuf, int sendcount, MPI_Datatype se
                              void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   std::size_t ses = 0, res = 0;
   Why local = send_recv_check(sendbuf, sendcount, sendtype, recvcount, recvtype, ses, res);
-  Route* r = routed(Coll::kAllgather, comm, local, true);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(Coll::kAllgather, comm, local, true);
+  if (!r) return std::nullopt;
   return run(Coll::kAllgather, comm, [&]() -> Status {
     const std::size_t block = static_cast<std::size_t>(recvcount) * res;
     auto* out = static_cast<std::byte*>(recvbuf);
@@ -116,8 +116,8 @@ std::optional<int> reduce_scatter_block(const void* sendbuf, void* recvbuf, int 
                                         MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   std::optional<Reduction> red;
   Why local = recvcount < 0 ? Why::kArgument : reduction_check(type, op, red);
-  Route* r = routed(Coll::kReduceScatterBlock, comm, local, true);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(Coll::kReduceScatterBlock, comm, local, true);
+  if (!r) return std::nullopt;
   return run(Coll::kReduceScatterBlock, comm, [&]() -> Status {
     const std::size_t n = static_cast<std::size_t>(recvcount) * red->lanes;
     const std::size_t bytes = n * dtype_size(red->dtype);
@@ -138,8 +138,8 @@ std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
                             void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   std::size_t ses = 0, res = 0;
   Why local = send_recv_check(sendbuf, sendcount, sendtype, recvcount, recvtype, ses, res);
-  Route* r = routed(Coll::kAlltoall, comm, local, true);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(Coll::kAlltoall, comm, local, true);
+  if (!r) return std::nullopt;
   return run(Coll::kAlltoall, comm, [&]() -> Status {
     const std::size_t block = static_cast<std::size_t>(recvcount) * res;
     const std::size_t sent =
@@ -161,8 +161,8 @@ std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
 }
 
 std::optional<int> barrier(MPI_Comm comm) {
-  Route* r = routed(Coll::kBarrier, comm, Why::kRouted);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(Coll::kBarrier, comm, Why::kRouted);
+  if (!r) return std::nullopt;
   return run(Coll::kBarrier, comm, [&]() -> Status { return r->comm->barrier(r->rank); });
 }
 

@@ -4,7 +4,7 @@
 
 namespace ruccl::mpi_layer {
 
-Route* routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order) {
+Routed routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order) {
   Registry& reg = Registry::get();
   Why why = reg.blocked();
   if (why == Why::kRouted && !reg.enabled(c)) why = Why::kNotChosen;
@@ -17,7 +17,7 @@ Route* routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order) {
     if (why == Why::kRouted && needs_mpi_order && !r->identity) why = Why::kRankOrder;
   }
   reg.count(c, why);
-  return why == Why::kRouted ? r : nullptr;
+  return why == Why::kRouted ? Routed(r, reg.thread_multiple()) : Routed();
 }
 
 Why reduction_check(MPI_Datatype type, MPI_Op op, std::optional<Reduction>& out) {

@@ -10,11 +10,11 @@
 
 namespace ruccl::mpi_layer {
 
-// The Route serving this call, or null when it goes to PMPI; counted either
-// way. `local` is the argument check's verdict (kRouted when the arguments
-// map); `needs_mpi_order`: the call places blocks by rank (Allgather,
-// Alltoall(v), Reduce_scatter(_block)), so ruccl's rank order must be MPI's.
-Route* routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order = false);
+// The Route serving this call (its calls lock held under
+// MPI_THREAD_MULTIPLE), or none when it goes to PMPI; counted either way. `local` is the argument
+// check's verdict (kRouted when the arguments map); `needs_mpi_order`: the call places blocks by
+// rank (Allgather, Alltoall(v), Reduce_scatter(_block)), so ruccl's rank order must be MPI's.
+Routed routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order = false);
 
 // The argument check of a reduction: kRouted with `out` set when the datatype
 // and op map, else kDatatype or kOp. One table lookup when the call maps; a

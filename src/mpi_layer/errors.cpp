@@ -13,6 +13,7 @@
 namespace ruccl::mpi_layer {
 
 int Registry::error_code(ErrorCode code) {
+  const std::lock_guard<std::mutex> lock(mutex_);  // (threads may fail at once)
   ErrorSlot& slot = errors_[static_cast<std::size_t>(code)];
   if (slot.code == 0) {
     int cls = 0, c = 0;

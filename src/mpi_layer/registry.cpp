@@ -37,7 +37,6 @@ std::string_view why_name(Why w) noexcept {
     case Why::kRouted: return "routed";
     case Why::kDisabled: return "RUCCL_MPI=0";
     case Why::kNotChosen: return "not in RUCCL_MPI_COLLS";
-    case Why::kThreadMultiple: return "MPI_THREAD_MULTIPLE";
     case Why::kDatatype: return "datatype";
     case Why::kOp: return "op";
     case Why::kIntercomm: return "intercommunicator";
@@ -115,7 +114,7 @@ Registry::Registry() {
   }
   int level = MPI_THREAD_SINGLE;
   PMPI_Query_thread(&level);
-  if (level == MPI_THREAD_MULTIPLE && blocked_ == Why::kRouted) blocked_ = Why::kThreadMultiple;
+  multiple_ = level == MPI_THREAD_MULTIPLE;
 }
 
 void Registry::at_init() {
@@ -145,8 +144,8 @@ void Registry::finalize() {
     std::fprintf(stderr,
                  "[ruccl mpi layer] MPI rank %d: communicators: %llu shared the world's "
                  "transports, %llu opened their own\n",
-                 mpi_rank_, static_cast<unsigned long long>(shared_routes_),
-                 static_cast<unsigned long long>(own_routes_));
+                 mpi_rank_, static_cast<unsigned long long>(shared_routes_.load()),
+                 static_cast<unsigned long long>(own_routes_.load()));
   // Deleting the attribute runs drop() for each Route still alive.
   std::vector<MPI_Comm> comms;
   {

@@ -12,10 +12,15 @@
 //   - one MPI error class per ruccl ErrorCode (MPI_Add_error_class), whose
 //     string is set to ruccl's message before the error handler is called.
 //
-// Threads. Under MPI_THREAD_MULTIPLE nothing is routed (concurrent collectives
-// on one communicator would race in ruccl's per-communicator sequence); under
-// SINGLE, FUNNELED and SERIALIZED, MPI calls never overlap, which is what the
-// Routes rely on. Counters are relaxed atomics; the Route list has a mutex.
+// Threads. Under SINGLE, FUNNELED and SERIALIZED, MPI calls never overlap.
+// Under MPI_THREAD_MULTIPLE collectives on different communicators may run at
+// once (their ruccl communicators share the world's transports, which take
+// turns: src/transport/transport.hpp), and the calls on one communicator are
+// serialised by its Route's mutex: MPI leaves their order to the program
+// (which must order them alike on every process), so taking them one at a
+// time changes nothing a correct program sees. Counters are relaxed
+// atomics; the Route list, the lookup of a Route and the error classes have
+// the registry's mutex (a Route's collective creation runs outside it).
 #pragma once
 
 #include <mpi.h>
@@ -63,19 +68,18 @@ std::string_view coll_name(Coll c) noexcept;  // "MPI_Allreduce", ...
 
 // Why a call went where it went.
 enum class Why : std::uint8_t {
-  kRouted,          // through ruccl
-  kDisabled,        // RUCCL_MPI=0 (or an unusable RUCCL_* setting)
-  kNotChosen,       // not in RUCCL_MPI_COLLS
-  kThreadMultiple,  // MPI_THREAD_MULTIPLE
-  kDatatype,        // not a predefined contiguous datatype the layer maps
-  kOp,              // user op, MAXLOC/MINLOC, or an op this datatype cannot take here
-  kIntercomm,       // an intercommunicator
-  kCreateFailed,    // creating the ruccl communicator failed (every process of it)
-  kRankOrder,       // ruccl orders the ranks by node differently from MPI
-  kArgument,        // a negative count or a bad root: MPI reports it
-  kTooLarge,        // a scan whose gathered inputs would pass the layer's bound
+  kRouted,        // through ruccl
+  kDisabled,      // RUCCL_MPI=0 (or an unusable RUCCL_* setting)
+  kNotChosen,     // not in RUCCL_MPI_COLLS
+  kDatatype,      // not a predefined contiguous datatype the layer maps
+  kOp,            // user op, MAXLOC/MINLOC, or an op this datatype cannot take here
+  kIntercomm,     // an intercommunicator
+  kCreateFailed,  // creating the ruccl communicator failed (every process of it)
+  kRankOrder,     // ruccl orders the ranks by node differently from MPI
+  kArgument,      // a negative count or a bad root: MPI reports it
+  kTooLarge,      // a scan whose gathered inputs would pass the layer's bound
 };
-inline constexpr std::size_t kWhys = 11;
+inline constexpr std::size_t kWhys = 10;
 std::string_view why_name(Why w) noexcept;
 
 // A ruccl communicator serving one MPI communicator (or the reason it cannot).
@@ -87,9 +91,8 @@ struct Route {
   bool identity = true;                   // ruccl_of_mpi[r] == r for every r
   Why failed = Why::kRouted;              // kRouted: usable
   // 1-D views of host memory for the call in progress, views[i] rewritten
-  // per call (a communicator's collectives run one at a time; the layer
-  // routes nothing under MPI_THREAD_MULTIPLE), so that a call allocates no
-  // shape: host_view's, without its allocation.
+  // per call (a communicator's collectives run one at a time: `calls`), so
+  // that a call allocates no shape: host_view's, without its allocation.
   const TensorView& view(std::size_t i, const void* data, DataType dtype, std::size_t count) {
     TensorView& v = views[i];
     v.data = const_cast<void*>(data);
@@ -100,6 +103,24 @@ struct Route {
     return v;
   }
   TensorView views[2];
+  std::mutex calls;  // held by a routed call under MPI_THREAD_MULTIPLE (Routed)
+};
+
+// A routed call's Route (null: fall back), with its `calls` lock held under
+// MPI_THREAD_MULTIPLE until the call returns.
+class Routed {
+ public:
+  Routed() = default;
+  Routed(Route* r, bool lock) : route_(r) {
+    if (r != nullptr && lock) lock_ = std::unique_lock<std::mutex>(r->calls);
+  }
+  explicit operator bool() const noexcept { return route_ != nullptr; }
+  Route* operator->() const noexcept { return route_; }
+  Route& operator*() const noexcept { return *route_; }
+
+ private:
+  Route* route_ = nullptr;
+  std::unique_lock<std::mutex> lock_;
 };
 
 class Registry {
@@ -109,6 +130,7 @@ class Registry {
 
   bool enabled(Coll c) const noexcept { return enabled_[static_cast<std::size_t>(c)]; }
   Why blocked() const noexcept { return blocked_; }  // kRouted when the layer may route
+  bool thread_multiple() const noexcept { return multiple_; }
   void count(Coll c, Why w) noexcept {
     counts_[static_cast<std::size_t>(c)][static_cast<std::size_t>(w)].fetch_add(
         1, std::memory_order_relaxed);
@@ -123,7 +145,7 @@ class Registry {
   int fail(MPI_Comm comm, Coll c, const Status& s);
 
   // MPI_Init / MPI_Init_thread: makes MPI_COMM_WORLD's Route (collectively)
-  // unless nothing may be routed (RUCCL_MPI=0, MPI_THREAD_MULTIPLE).
+  // unless nothing may be routed (RUCCL_MPI=0).
   void at_init();
 
   // MPI_Finalize: prints the counts (RUCCL_DEBUG=INFO or more), frees every
@@ -140,14 +162,15 @@ class Registry {
 
   Config config_;
   Why blocked_ = Why::kRouted;
+  bool multiple_ = false;  // MPI_THREAD_MULTIPLE
   std::array<bool, kColls> enabled_{};
   std::array<std::array<std::atomic<std::uint64_t>, kWhys>, kColls> counts_{};
   int keyval_ = MPI_KEYVAL_INVALID;
   Route* world_ = nullptr;  // MPI_COMM_WORLD's, looked up without an attribute
   // Routes made (RUCCL_DEBUG=INFO prints them at MPI_Finalize): split from
   // the world's transports, or over transports of their own.
-  std::uint64_t shared_routes_ = 0, own_routes_ = 0;
-  std::mutex mutex_;  // guards routes_
+  std::atomic<std::uint64_t> shared_routes_{0}, own_routes_{0};
+  std::mutex mutex_;  // guards routes_, the Route lookup and errors_
   std::list<std::unique_ptr<Route>> routes_;
   struct ErrorSlot {
     int error_class = 0, code = 0;  // 0: not created yet

@@ -99,8 +99,8 @@ std::optional<int> rooted_of(Coll c, bool gathering, const ManySide& many, const
                              bool in_place, int root, MPI_Comm comm) {
   std::size_t many_bytes = 0, one_bytes = 0;
   const Why local = rooted_check(root, comm, in_place, many, one, many_bytes, one_bytes);
-  Route* r = routed(c, comm, local, true);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(c, comm, local, true);
+  if (!r) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
     const auto at = static_cast<std::size_t>(root);
     if (!many.vector) {  // every rank knows the block: the same choice everywhere

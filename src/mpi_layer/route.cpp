@@ -129,12 +129,21 @@ Status connect_shared(Route& r, MPI_Comm comm, const Route& world, const Config&
 }  // namespace
 
 Route* Registry::route(MPI_Comm comm) {
+  // (world_ and keyval_ are set at MPI_Init, by at_init, before any other
+  // thread calls.)
   if (comm == MPI_COMM_WORLD && world_ != nullptr) return world_;
-  if (keyval_ == MPI_KEYVAL_INVALID)
-    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_route, &keyval_, nullptr);
   void* value = nullptr;
   int found = 0;
-  PMPI_Comm_get_attr(comm, keyval_, &value, &found);
+  {
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    if (multiple_) lock.lock();
+    if (keyval_ == MPI_KEYVAL_INVALID)
+      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_route, &keyval_, nullptr);
+    PMPI_Comm_get_attr(comm, keyval_, &value, &found);
+  }
+  // Created collectively over `comm`, outside the lock: other threads create
+  // the Routes of other communicators meanwhile (one communicator's calls are
+  // ordered by the program, so no two threads create the same Route).
   Route* r = found != 0 ? static_cast<Route*>(value) : create(comm);
   if (comm == MPI_COMM_WORLD) world_ = r;
   return r;
@@ -178,8 +187,8 @@ Route* Registry::create(MPI_Comm comm) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     routes_.push_back(std::move(owned));
+    PMPI_Comm_set_attr(comm, keyval_, r);
   }
-  PMPI_Comm_set_attr(comm, keyval_, r);
   return r;
 }
 

@@ -33,8 +33,8 @@ std::optional<int> scan_of(Coll c, bool exclusive, const void* sendbuf, void* re
     const std::size_t bytes = static_cast<std::size_t>(count) * red->lanes * dtype_size(red->dtype);
     if (size != 0 && bytes > kScanBound / size) local = Why::kTooLarge;
   }
-  Route* r = routed(c, comm, local, true);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(c, comm, local, true);
+  if (!r) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&]() -> Status {
     const std::size_t n = static_cast<std::size_t>(count) * red->lanes;
     const std::size_t bytes = n * dtype_size(red->dtype);

@@ -72,8 +72,8 @@ std::optional<int> alltoallv(const void* sendbuf, const int sendcounts[], const 
   if (local == Why::kRouted && (any_negative(recvcounts, size) ||
                                 (sendbuf != MPI_IN_PLACE && any_negative(sendcounts, size))))
     local = Why::kArgument;
-  Route* r = routed(Coll::kAlltoallv, comm, local, true);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(Coll::kAlltoallv, comm, local, true);
+  if (!r) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
     const Blocks recv = Blocks::of(recvbuf, recvcounts, rdispls, rinfo->bytes, r->size);
     if (sendbuf == MPI_IN_PLACE)  // what is sent is in recvbuf, laid out as what is received
@@ -93,8 +93,8 @@ std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype s
   Why local = !rinfo || !sinfo ? Why::kDatatype : Why::kRouted;
   if (local == Why::kRouted && (any_negative(recvcounts, size) || (!in_place && sendcount < 0)))
     local = Why::kArgument;
-  Route* r = routed(Coll::kAllgatherv, comm, local, true);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(Coll::kAllgatherv, comm, local, true);
+  if (!r) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
     const std::size_t n = r->size, me = r->rank;
     Blocks recv = Blocks::of(recvbuf, recvcounts, displs, rinfo->bytes, n);
@@ -140,8 +140,8 @@ std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int 
   std::optional<Reduction> red;
   Why local = reduction_check(type, op, red);
   if (local == Why::kRouted && any_negative(recvcounts, size)) local = Why::kArgument;
-  Route* r = routed(Coll::kReduceScatter, comm, local, true);
-  if (r == nullptr) return std::nullopt;
+  Routed r = routed(Coll::kReduceScatter, comm, local, true);
+  if (!r) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
     return reduce_scatter_of(*r, sendbuf, recvbuf, recvcounts, *red);
   });

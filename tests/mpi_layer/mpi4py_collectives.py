@@ -2,8 +2,13 @@
 place and not, several dtypes and ops, on COMM_WORLD, a dup, a split and
 COMM_SELF, checked against numpy. mpi4py initialises MPI at
 MPI_THREAD_SERIALIZED here; with the argument "multiple" at its default,
-MPI_THREAD_MULTIPLE, under which the layer routes nothing. Prints "mpi4py: OK"."""
+MPI_THREAD_MULTIPLE, under which the layer routes too, and then also two
+threads per process, each with a communicator of its own (duplicates of
+COMM_WORLD), call Allreduce and Bcast at the same time, started in opposite
+orders on neighbouring ranks. Prints "mpi4py: OK"."""
 import sys
+import threading
+import time
 
 import mpi4py
 
@@ -129,6 +134,32 @@ run(split, "split")
 run(MPI.COMM_SELF, "COMM_SELF")
 split.Free()
 dup.Free()
+if mpi4py.rc.thread_level == "multiple":
+    comms = [world.Dup(), world.Dup()]
+
+    def side_by_side(k):
+        comm = comms[k]
+        rank, size = comm.Get_rank(), comm.Get_size()
+        if (rank + k) % 2 == 1:
+            time.sleep(0.02)
+        for step in range(40):
+            n = 3 if step % 2 == 0 else 5000
+            x = np.arange(n, dtype=np.float64) + rank + 10 * k + step
+            y = np.empty_like(x)
+            comm.Allreduce(x, y, op=MPI.SUM)
+            want = size * (np.arange(n, dtype=np.float64) + 10 * k + step) + size * (size - 1) / 2
+            check(np.array_equal(y, want), f"thread {k} Allreduce step {step}")
+            b = np.full(n, float(rank))
+            comm.Bcast(b, root=step % size)
+            check(np.all(b == step % size), f"thread {k} Bcast step {step}")
+
+    threads = [threading.Thread(target=side_by_side, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for c in comms:
+        c.Free()
 bad = world.allreduce(len(failures))
 if failures:
     print(f"rank {world.Get_rank()}: {failures[:5]}", file=sys.stderr)
