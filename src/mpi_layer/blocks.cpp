@@ -63,6 +63,17 @@ bool any_negative(const int* counts, int n) {
   return false;
 }
 
+Blocks in_ruccl_order(const Route& r, Blocks mpi) {
+  if (r.identity) return mpi;
+  Blocks out(r.size);
+  out.base = mpi.base;
+  for (std::size_t k = 0; k < r.size && k < r.mpi_of_ruccl.size(); ++k) {
+    out.offset[k] = mpi.offset[r.mpi_of_ruccl[k]];
+    out.bytes[k] = mpi.bytes[r.mpi_of_ruccl[k]];
+  }
+  return out;
+}
+
 Status exchange(Route& r, const Blocks& send, const Blocks& recv, bool copy_send) {
   const auto* sbase = static_cast<const std::byte*>(send.base);
   auto* rbase = static_cast<std::byte*>(const_cast<void*>(recv.base));
@@ -95,10 +106,13 @@ Status exchange(Route& r, const Blocks& send, const Blocks& recv, bool copy_send
   for (std::size_t s = 0; s < r.size; ++s) {
     const std::size_t sent = got.size() == r.size ? got[s] : 0;
     if (got.size() != r.size || sent != recv.bytes[s])
-      return Status(ErrorCode::kShapeMismatch, "MPI rank " + std::to_string(s) + " sent " +
-                                                   std::to_string(sent) + " bytes, this rank " +
-                                                   std::to_string(r.rank) + " expected " +
-                                                   std::to_string(recv.bytes[s]));
+      return Status(ErrorCode::kShapeMismatch,
+                    "MPI rank " +
+                        std::to_string(s < r.mpi_of_ruccl.size() ? r.mpi_of_ruccl[s] : s) +
+                        " sent " + std::to_string(sent) + " bytes, this rank " +
+                        std::to_string(r.rank < r.mpi_of_ruccl.size() ? r.mpi_of_ruccl[r.rank]
+                                                                      : r.rank) +
+                        " expected " + std::to_string(recv.bytes[s]));
   }
   if (!recv_copy.empty()) {
     std::size_t at = 0;

@@ -14,9 +14,9 @@
 
 namespace ruccl::mpi_layer {
 
-// Per rank of the Route (MPI order = ruccl order: the callers route only
-// identity Routes), a block of `bytes[k]` at `base + offset[k]`. An empty
-// block's offset is never read.
+// Per rank of the Route, a block of `bytes[k]` at `base + offset[k]`: by
+// MPI rank as the caller describes them (Blocks::of, packed), by ruccl rank
+// for exchange (in_ruccl_order). An empty block's offset is never read.
 struct Blocks {
   const void* base = nullptr;
   std::vector<std::size_t> offset, bytes;
@@ -28,7 +28,11 @@ struct Blocks {
   static Blocks packed(const void* base, std::size_t block, std::size_t ranks);
 };
 
-// Sends `send` and receives into `recv` (whose blocks must not overlap one
+// The same blocks indexed by ruccl rank: block k is the caller's block of
+// MPI rank r.mpi_of_ruccl[k] (nothing moves; only the index changes).
+Blocks in_ruccl_order(const Route& r, Blocks mpi);
+
+// Sends `send` and receives into `recv`, both by ruccl rank (whose blocks must not overlap one
 // another). `copy_send`: the send blocks may overlap the receive blocks (MPI's
 // in-place Alltoallv), so they are copied out first. Blocks that lie packed
 // in rank order move straight from and into the caller's memory; others

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/catch_to_status.hpp"
+#include "mpi_layer/blocks.hpp"
 #include "mpi_layer/dispatch.hpp"
 #include "mpi_layer/mapping.hpp"
 #include "mpi_layer/registry.hpp"
@@ -97,18 +98,27 @@ std::optional<int> allgather(const void* sendbuf, int sendcount, MPI_Datatype se
                              void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   std::size_t ses = 0, res = 0;
   Why local = send_recv_check(sendbuf, sendcount, sendtype, recvcount, recvtype, ses, res);
-  Routed r = routed(Coll::kAllgather, comm, local, true);
+  Routed r = routed(Coll::kAllgather, comm, local);
   if (!r) return std::nullopt;
   return run(Coll::kAllgather, comm, [&]() -> Status {
     const std::size_t block = static_cast<std::size_t>(recvcount) * res;
     auto* out = static_cast<std::byte*>(recvbuf);
-    const TensorView& all = r->view(1, out, DataType::kBytes, block * r->size);
-    if (sendbuf == MPI_IN_PLACE)
-      return r->comm->all_gather_into(r->rank,
-                                      r->view(0, out + r->rank * block, DataType::kBytes, block),
-                                      all);
-    const std::size_t sent = static_cast<std::size_t>(sendcount) * ses;
-    return r->comm->all_gather_into(r->rank, r->view(0, sendbuf, DataType::kBytes, sent), all);
+    const std::size_t me = r->mpi_of_ruccl[r->rank];  // this process's MPI rank
+    const std::size_t sent =
+        sendbuf == MPI_IN_PLACE ? block : static_cast<std::size_t>(sendcount) * ses;
+    const TensorView& in =
+        r->view(0, sendbuf == MPI_IN_PLACE ? out + me * block : sendbuf, DataType::kBytes, sent);
+    if (r->identity)
+      return r->comm->all_gather_into(r->rank, in,
+                                      r->view(1, out, DataType::kBytes, block * r->size));
+    // ruccl gathers by its rank order: through scratch, each block then put
+    // at its MPI rank's place.
+    std::vector<std::byte> all(block * r->size);
+    RUCCL_TRY(
+        r->comm->all_gather_into(r->rank, in, host_view(all.data(), DataType::kBytes, all.size())));
+    for (std::size_t k = 0; k < r->size; ++k)
+      if (block > 0) std::memcpy(out + r->mpi_of_ruccl[k] * block, all.data() + k * block, block);
+    return Status::ok();
   });
 }
 
@@ -116,11 +126,23 @@ std::optional<int> reduce_scatter_block(const void* sendbuf, void* recvbuf, int 
                                         MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   std::optional<Reduction> red;
   Why local = recvcount < 0 ? Why::kArgument : reduction_check(type, op, red);
-  Routed r = routed(Coll::kReduceScatterBlock, comm, local, true);
+  Routed r = routed(Coll::kReduceScatterBlock, comm, local);
   if (!r) return std::nullopt;
   return run(Coll::kReduceScatterBlock, comm, [&]() -> Status {
     const std::size_t n = static_cast<std::size_t>(recvcount) * red->lanes;
     const std::size_t bytes = n * dtype_size(red->dtype);
+    if (!r->identity) {
+      // ruccl rank k keeps shard k: the input's blocks in ruccl rank order
+      // (block k the one of MPI rank mpi_of_ruccl[k]), through scratch.
+      const auto* in = static_cast<const std::byte*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
+      std::vector<std::byte> ordered(bytes * r->size);
+      for (std::size_t k = 0; k < r->size; ++k)
+        if (bytes > 0)
+          std::memcpy(ordered.data() + k * bytes, in + r->mpi_of_ruccl[k] * bytes, bytes);
+      return r->comm->reduce_scatter_into(r->rank,
+                                          host_view(ordered.data(), red->dtype, n * r->size),
+                                          r->view(1, recvbuf, red->dtype, n), red->op);
+    }
     if (sendbuf != MPI_IN_PLACE)
       return r->comm->reduce_scatter_into(r->rank, r->view(0, sendbuf, red->dtype, n * r->size),
                                           r->view(1, recvbuf, red->dtype, n), red->op);
@@ -138,12 +160,17 @@ std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
                             void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   std::size_t ses = 0, res = 0;
   Why local = send_recv_check(sendbuf, sendcount, sendtype, recvcount, recvtype, ses, res);
-  Routed r = routed(Coll::kAlltoall, comm, local, true);
+  Routed r = routed(Coll::kAlltoall, comm, local);
   if (!r) return std::nullopt;
   return run(Coll::kAlltoall, comm, [&]() -> Status {
     const std::size_t block = static_cast<std::size_t>(recvcount) * res;
     const std::size_t sent =
         sendbuf == MPI_IN_PLACE ? block : static_cast<std::size_t>(sendcount) * ses;
+    if (!r->identity) {  // the blocks by ruccl rank (blocks.hpp), in place copied out first
+      const Blocks recv = in_ruccl_order(*r, Blocks::packed(recvbuf, block, r->size));
+      if (sendbuf == MPI_IN_PLACE) return exchange(*r, recv, recv, true);
+      return exchange(*r, in_ruccl_order(*r, Blocks::packed(sendbuf, sent, r->size)), recv);
+    }
     std::vector<std::byte> copy;  // in place: the input must not be the output
     const void* in = sendbuf;
     if (sendbuf == MPI_IN_PLACE) {

@@ -88,6 +88,7 @@ struct Route {
   std::shared_ptr<Communicator> comm;     // null when `failed`
   std::size_t rank = 0, size = 0;         // this process's ruccl rank; world size
   std::vector<std::size_t> ruccl_of_mpi;  // ruccl rank of each MPI rank
+  std::vector<std::size_t> mpi_of_ruccl;  // MPI rank of each ruccl rank
   bool identity = true;                   // ruccl_of_mpi[r] == r for every r
   Why failed = Why::kRouted;              // kRouted: usable
   // 1-D views of host memory for the call in progress, views[i] rewritten

@@ -35,15 +35,17 @@ int delete_route(MPI_Comm, int, void* attribute, void*) {
   return MPI_SUCCESS;
 }
 
-// r.ruccl_of_mpi and r.identity from the MPI rank of each ruccl rank.
+// r.ruccl_of_mpi, r.mpi_of_ruccl and r.identity from the MPI rank of each ruccl rank.
 Status map_ranks(Route& r, const std::vector<std::int32_t>& mpi_of_ruccl) {
   r.ruccl_of_mpi.assign(r.size, 0);
+  r.mpi_of_ruccl.assign(r.size, 0);
   r.identity = true;
   for (std::size_t k = 0; k < r.size; ++k) {
     const auto m = static_cast<std::size_t>(mpi_of_ruccl[k]);
     if (mpi_of_ruccl[k] < 0 || m >= r.size)
       return Status(ErrorCode::kInternal, "MPI rank out of range in the rank map");
     r.ruccl_of_mpi[m] = k;
+    r.mpi_of_ruccl[k] = m;
     r.identity = r.identity && m == k;
   }
   return Status::ok();

@@ -72,13 +72,17 @@ std::optional<int> alltoallv(const void* sendbuf, const int sendcounts[], const 
   if (local == Why::kRouted && (any_negative(recvcounts, size) ||
                                 (sendbuf != MPI_IN_PLACE && any_negative(sendcounts, size))))
     local = Why::kArgument;
-  Routed r = routed(Coll::kAlltoallv, comm, local, true);
+  Routed r = routed(Coll::kAlltoallv, comm, local);
   if (!r) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
-    const Blocks recv = Blocks::of(recvbuf, recvcounts, rdispls, rinfo->bytes, r->size);
+    const Blocks recv =
+        in_ruccl_order(*r, Blocks::of(recvbuf, recvcounts, rdispls, rinfo->bytes, r->size));
     if (sendbuf == MPI_IN_PLACE)  // what is sent is in recvbuf, laid out as what is received
       return exchange(*r, recv, recv, true);
-    return exchange(*r, Blocks::of(sendbuf, sendcounts, sdispls, sinfo->bytes, r->size), recv);
+    return exchange(*r,
+                    in_ruccl_order(*r,
+                                   Blocks::of(sendbuf, sendcounts, sdispls, sinfo->bytes, r->size)),
+                    recv);
   });
   return run_status(Coll::kAlltoallv, comm, s);
 }
@@ -93,11 +97,11 @@ std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype s
   Why local = !rinfo || !sinfo ? Why::kDatatype : Why::kRouted;
   if (local == Why::kRouted && (any_negative(recvcounts, size) || (!in_place && sendcount < 0)))
     local = Why::kArgument;
-  Routed r = routed(Coll::kAllgatherv, comm, local, true);
+  Routed r = routed(Coll::kAllgatherv, comm, local);
   if (!r) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
-    const std::size_t n = r->size, me = r->rank;
-    Blocks recv = Blocks::of(recvbuf, recvcounts, displs, rinfo->bytes, n);
+    const std::size_t n = r->size, me = r->rank;  // (by ruccl rank from here)
+    Blocks recv = in_ruccl_order(*r, Blocks::of(recvbuf, recvcounts, displs, rinfo->bytes, n));
     const std::size_t block = recv.bytes[me];
     const std::size_t sent = in_place ? block : static_cast<std::size_t>(sendcount) * sinfo->bytes;
     auto* out = static_cast<std::byte*>(recvbuf);
