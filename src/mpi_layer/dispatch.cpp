@@ -4,7 +4,7 @@
 
 namespace ruccl::mpi_layer {
 
-Routed routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order) {
+Routed routed(Coll c, MPI_Comm comm, Why local) {
   Registry& reg = Registry::get();
   Why why = reg.blocked();
   if (why == Why::kRouted && !reg.enabled(c)) why = Why::kNotChosen;
@@ -14,7 +14,6 @@ Routed routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order) {
   if (why == Why::kRouted) {
     r = reg.route(comm);
     why = r->failed;
-    if (why == Why::kRouted && needs_mpi_order && !r->identity) why = Why::kRankOrder;
   }
   reg.count(c, why);
   return why == Why::kRouted ? Routed(r, reg.thread_multiple()) : Routed();

@@ -12,12 +12,10 @@ namespace ruccl::mpi_layer {
 
 // The Route serving this call (its calls lock held under
 // MPI_THREAD_MULTIPLE), or none when it goes to PMPI; counted either way.
-// `local` is the argument check's verdict (kRouted when the arguments map);
-// `needs_mpi_order`: the call places blocks by rank and does not reorder them
-// (Reduce_scatter, Gather(v), Scatter(v), the scans), so ruccl's rank order
-// must be MPI's. (Allgather(v), Reduce_scatter_block and Alltoall(v) reorder:
-// Route::mpi_of_ruccl, blocks.hpp's in_ruccl_order.)
-Routed routed(Coll c, MPI_Comm comm, Why local, bool needs_mpi_order = false);
+// `local` is the argument check's verdict (kRouted when the arguments map).
+// (A Route whose ruccl rank order is not MPI's serves every collective: the
+// callers put blocks and roots in ruccl order, Route::mpi_of_ruccl.)
+Routed routed(Coll c, MPI_Comm comm, Why local);
 
 // The argument check of a reduction: kRouted with `out` set when the datatype
 // and op map, else kDatatype or kOp. One table lookup when the call maps; a

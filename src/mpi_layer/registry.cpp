@@ -41,7 +41,6 @@ std::string_view why_name(Why w) noexcept {
     case Why::kOp: return "op";
     case Why::kIntercomm: return "intercommunicator";
     case Why::kCreateFailed: return "ruccl communicator creation failed";
-    case Why::kRankOrder: return "rank order differs from MPI's";
     case Why::kArgument: return "bad argument";
     case Why::kTooLarge: return "too large";
   }

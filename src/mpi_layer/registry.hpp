@@ -75,11 +75,10 @@ enum class Why : std::uint8_t {
   kOp,            // user op, MAXLOC/MINLOC, or an op this datatype cannot take here
   kIntercomm,     // an intercommunicator
   kCreateFailed,  // creating the ruccl communicator failed (every process of it)
-  kRankOrder,     // ruccl orders the ranks by node differently from MPI
   kArgument,      // a negative count or a bad root: MPI reports it
   kTooLarge,      // a scan whose gathered inputs would pass the layer's bound
 };
-inline constexpr std::size_t kWhys = 10;
+inline constexpr std::size_t kWhys = 9;
 std::string_view why_name(Why w) noexcept;
 
 // A ruccl communicator serving one MPI communicator (or the reason it cannot).

@@ -99,11 +99,13 @@ std::optional<int> rooted_of(Coll c, bool gathering, const ManySide& many, const
                              bool in_place, int root, MPI_Comm comm) {
   std::size_t many_bytes = 0, one_bytes = 0;
   const Why local = rooted_check(root, comm, in_place, many, one, many_bytes, one_bytes);
-  Routed r = routed(c, comm, local, true);
+  Routed r = routed(c, comm, local);
   if (!r) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
-    const auto at = static_cast<std::size_t>(root);
-    if (!many.vector) {  // every rank knows the block: the same choice everywhere
+    // The root's ruccl rank; the root's blocks are put in ruccl order below
+    // (the one-round form gathers by ruccl rank: identity Routes only).
+    const std::size_t at = r->ruccl_of_mpi[static_cast<std::size_t>(root)];
+    if (!many.vector && r->identity) {  // every rank knows the block: the same choice everywhere
       const bool root_in_place = r->rank == at && in_place;
       const std::size_t block = root_in_place ? static_cast<std::size_t>(many.count) * many_bytes
                                               : static_cast<std::size_t>(one.count) * one_bytes;
@@ -113,10 +115,13 @@ std::optional<int> rooted_of(Coll c, bool gathering, const ManySide& many, const
     }
     Blocks blocks(r->size), mine(r->size);
     if (r->rank == at)
-      blocks = many.vector
-                   ? Blocks::of(many.base, many.counts, many.displs, many_bytes, r->size)
-                   : Blocks::packed(many.base, static_cast<std::size_t>(many.count) * many_bytes,
-                                    r->size);
+      blocks =
+          in_ruccl_order(*r,
+                         many.vector
+                             ? Blocks::of(many.base, many.counts, many.displs, many_bytes, r->size)
+                             : Blocks::packed(many.base,
+                                              static_cast<std::size_t>(many.count) * many_bytes,
+                                              r->size));
     if (r->rank == at && in_place) {
       blocks.bytes[at] = 0;  // the root's own block stays where it is
     } else {

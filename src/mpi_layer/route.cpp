@@ -186,6 +186,13 @@ Route* Registry::create(MPI_Comm comm) {
                      mpi_rank_, s.to_string().c_str());
     }
   }
+  if (r->comm && !r->identity && config_.log_level() >= LogLevel::kInfo) {
+    std::string map;
+    for (std::size_t k : r->ruccl_of_mpi) map += " " + std::to_string(k);
+    std::fprintf(stderr, "[ruccl mpi layer] MPI rank %d: %s's ruccl ranks by MPI rank:%s\n",
+                 mpi_rank_, comm == MPI_COMM_WORLD ? "MPI_COMM_WORLD" : "a communicator",
+                 map.c_str());
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     routes_.push_back(std::move(owned));

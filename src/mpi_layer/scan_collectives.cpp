@@ -2,7 +2,7 @@
 // MPI_Exscan (x_0 op ... op x_{i-1}; rank 0's recvbuf is left as it is).
 //
 // One ruccl all_gather of every rank's input, then each rank folds the
-// inputs before it in rank order with the host's reduction loop
+// inputs before it in MPI rank order with the host's reduction loop
 // (src/device/host): one round of communication, whatever the number of
 // ranks, and every rank's result combined in the same order as MPI's
 // definition. The gathered inputs are held for the call, so a scan is routed
@@ -33,7 +33,7 @@ std::optional<int> scan_of(Coll c, bool exclusive, const void* sendbuf, void* re
     const std::size_t bytes = static_cast<std::size_t>(count) * red->lanes * dtype_size(red->dtype);
     if (size != 0 && bytes > kScanBound / size) local = Why::kTooLarge;
   }
-  Routed r = routed(c, comm, local, true);
+  Routed r = routed(c, comm, local);
   if (!r) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&]() -> Status {
     const std::size_t n = static_cast<std::size_t>(count) * red->lanes;
@@ -42,12 +42,16 @@ std::optional<int> scan_of(Coll c, bool exclusive, const void* sendbuf, void* re
     std::vector<std::byte> all(bytes * r->size);
     RUCCL_TRY(r->comm->all_gather_into(r->rank, host_view(in, red->dtype, n),
                                        host_view(all.data(), red->dtype, n * r->size)));
-    const std::size_t last = exclusive ? r->rank : r->rank + 1;  // inputs folded: [0, last)
-    if (last == 0) return Status::ok();                          // Exscan at rank 0
+    // By MPI rank: the inputs of MPI ranks [0, last), each where ruccl's
+    // order put it (block ruccl_of_mpi[j]).
+    const std::size_t me = r->mpi_of_ruccl[r->rank];
+    const std::size_t last = exclusive ? me : me + 1;
+    if (last == 0) return Status::ok();  // Exscan at MPI rank 0
     auto* out = static_cast<std::byte*>(recvbuf);
-    std::memcpy(out, all.data(), bytes);
-    for (std::size_t k = 1; k < last; ++k)
-      RUCCL_TRY(host::reduce(red->dtype, red->op, out, out, all.data() + k * bytes, n));
+    std::memcpy(out, all.data() + r->ruccl_of_mpi[0] * bytes, bytes);
+    for (std::size_t j = 1; j < last; ++j)
+      RUCCL_TRY(
+          host::reduce(red->dtype, red->op, out, out, all.data() + r->ruccl_of_mpi[j] * bytes, n));
     return Status::ok();
   });
   return run_status(c, comm, s);

@@ -28,8 +28,47 @@
 namespace ruccl::mpi_layer {
 namespace {
 
+// On a Route whose ruccl rank order is not MPI's: the input's parts put in
+// ruccl order for a balanced split (by ruccl rank), else the all-reduce of the
+// whole, from which this process takes its MPI rank's part.
+Status reordered_reduce_scatter(Route& r, const void* sendbuf, void* recvbuf, const int* recvcounts,
+                                const Reduction& red) {
+  const std::size_t es = dtype_size(red.dtype) * red.lanes;  // bytes per MPI element
+  const std::size_t n = r.size, me = r.mpi_of_ruccl[r.rank];
+  std::vector<std::size_t> at(n);  // element offset of each MPI rank's part
+  std::size_t total = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    at[j] = total;
+    total += static_cast<std::size_t>(recvcounts[j]);
+  }
+  bool balanced = true;
+  for (std::size_t k = 0; k < n; ++k)
+    balanced = balanced && static_cast<std::size_t>(recvcounts[r.mpi_of_ruccl[k]]) ==
+                               total / n + (k < total % n ? 1 : 0);
+  const std::size_t mine = static_cast<std::size_t>(recvcounts[me]);
+  const auto* in = static_cast<const std::byte*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
+  auto view = [&](const void* p, std::size_t elements) {
+    return host_view(p, red.dtype, elements * red.lanes);
+  };
+  std::vector<std::byte> scratch(total * es);
+  if (balanced) {
+    std::size_t to = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t j = r.mpi_of_ruccl[k], bytes = static_cast<std::size_t>(recvcounts[j]) * es;
+      if (bytes > 0) std::memcpy(scratch.data() + to, in + at[j] * es, bytes);
+      to += bytes;
+    }
+    return r.comm->reduce_scatter_into(r.rank, view(scratch.data(), total), view(recvbuf, mine),
+                                       red.op);
+  }
+  RUCCL_TRY(r.comm->all_reduce_into(r.rank, view(in, total), view(scratch.data(), total), red.op));
+  if (mine > 0) std::memcpy(recvbuf, scratch.data() + at[me] * es, mine * es);
+  return Status::ok();
+}
+
 Status reduce_scatter_of(Route& r, const void* sendbuf, void* recvbuf, const int* recvcounts,
                          const Reduction& red) {
+  if (!r.identity) return reordered_reduce_scatter(r, sendbuf, recvbuf, recvcounts, red);
   const std::size_t es = dtype_size(red.dtype) * red.lanes;  // bytes per MPI element
   std::size_t total = 0, before = 0;
   for (std::size_t k = 0; k < r.size; ++k) {
@@ -144,7 +183,7 @@ std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int 
   std::optional<Reduction> red;
   Why local = reduction_check(type, op, red);
   if (local == Why::kRouted && any_negative(recvcounts, size)) local = Why::kArgument;
-  Routed r = routed(Coll::kReduceScatter, comm, local, true);
+  Routed r = routed(Coll::kReduceScatter, comm, local);
   if (!r) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
     return reduce_scatter_of(*r, sendbuf, recvbuf, recvcounts, *red);

@@ -227,7 +227,10 @@ static void test_comm(MPI_Comm comm, const char* name) {
    * N ints, value(r, i); the v-blocks lie spread (displacement 3 * r + 1 +
    * the blocks before). */
   {
-    const int root = size - 1;
+    /* The last rank, or COLLECTIVES_ROOT (run_round_robin.sh: a rank whose
+     * ruccl rank is not its MPI rank). */
+    const char* root_env = getenv("COLLECTIVES_ROOT");
+    const int root = root_env != NULL ? atoi(root_env) % size : size - 1;
     int rc[64], rd[64], at = 0;
     for (r = 0; r < size; ++r) {
       rc[r] = r + 2;

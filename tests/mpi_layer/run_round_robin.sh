@@ -2,11 +2,10 @@
 # The layer on a world whose ruccl rank order is not MPI's: 2 namespace hosts
 # x 2 processes placed round-robin (mpirun --map-by node: MPI ranks 0 and 2 on
 # the first host, 1 and 3 on the second; ruccl orders by node, so its ranks
-# are MPI's 0, 2, 1, 3). The collectives program checks every result in MPI
-# rank order; Allgather(v), Reduce_scatter_block and Alltoall(v) are routed on
-# MPI_COMM_WORLD too (their blocks put in ruccl order and back), and
-# Reduce_scatter still falls back there ("rank order differs"), which shows
-# the order really differs.
+# are MPI's 0, 2, 1, 3, which the layer prints). The collectives program
+# checks every result in MPI rank order, the rooted ones with root MPI rank 1
+# (ruccl rank 2); every collective the layer routes is routed on
+# MPI_COMM_WORLD too (blocks put in ruccl order and back).
 #   run_round_robin.sh <layer.so> <collectives program>
 # Exit 0 pass, 1 fail, 77 skip (no namespaces here).
 set -u
@@ -15,16 +14,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 bash "$here/../multinode/netns_mpirun.sh" -t 100 2 2 --map-by node -x LD_PRELOAD="$layer" \
-  -x RUCCL_DEBUG=INFO -x RUCCL_MPI_COLLS=all -- "$program" >"$out" 2>&1
+  -x RUCCL_DEBUG=INFO -x RUCCL_MPI_COLLS=all -x COLLECTIVES_ROOT=1 -- "$program" >"$out" 2>&1
 rc=$?
 [ "$rc" -eq 77 ] && { grep SKIP "$out"; exit 77; }
 fail() { echo "FAILED (round robin): $*"; cat "$out"; exit 1; }
 [ "$rc" -eq 0 ] || fail "exit code $rc"
 grep -q "collectives: OK" "$out" || fail "no OK line"
-for c in MPI_Allgather MPI_Reduce_scatter_block MPI_Alltoall MPI_Alltoallv MPI_Allgatherv; do
+for c in MPI_Allgather MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Alltoall MPI_Alltoallv \
+  MPI_Allgatherv MPI_Scan MPI_Exscan MPI_Gather MPI_Gatherv MPI_Scatter MPI_Scatterv; do
   n=$(grep -cE "MPI rank [0-9]+: $c routed [1-9][0-9]*, fell back 0$" "$out")
   [ "$n" -eq 4 ] || fail "$c not routed everywhere on 4 ranks ($n)"
 done
-n=$(grep -cE "MPI rank [0-9]+: MPI_Reduce_scatter routed [0-9]+, fell back [1-9][0-9]* \(rank order differs" "$out")
-[ "$n" -eq 4 ] || fail "the world's rank order is MPI's: the test proves nothing"
+n=$(grep -cE "MPI rank [0-9]+: MPI_COMM_WORLD's ruccl ranks by MPI rank: 0 2 1 3$" "$out")
+[ "$n" -eq 4 ] || fail "the world's rank order is not the round robin's: the test proves nothing"
 echo "ok (round robin, 2 hosts x 2)"
