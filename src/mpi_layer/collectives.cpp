@@ -44,8 +44,9 @@ bool bad_root(int root, MPI_Comm comm) { return root < 0 || root >= comm_size(co
 
 // Runs a routed call; a ruccl error goes through the communicator's handler.
 template <typename F>
-int run(Coll c, MPI_Comm comm, F&& body) {
-  return run_status(c, comm, core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", body));
+int run(Coll c, MPI_Comm comm, Routed& r, F&& body) {
+  const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", body);
+  return run_status(c, comm, s, r);
 }
 
 }  // namespace
@@ -56,7 +57,7 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   Why local = count < 0 ? Why::kArgument : reduction_check(type, op, red);
   Routed r = routed(Coll::kAllreduce, comm, local);
   if (!r) return std::nullopt;
-  return run(Coll::kAllreduce, comm, [&]() -> Status {
+  return run(Coll::kAllreduce, comm, r, [&]() -> Status {
     const std::size_t n = static_cast<std::size_t>(count) * red->lanes;
     const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     return r->comm->all_reduce_into(r->rank, r->view(0, in, red->dtype, n),
@@ -70,7 +71,7 @@ std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Dat
   Why local = count < 0 || bad_root(root, comm) ? Why::kArgument : reduction_check(type, op, red);
   Routed r = routed(Coll::kReduce, comm, local);
   if (!r) return std::nullopt;
-  return run(Coll::kReduce, comm, [&]() -> Status {
+  return run(Coll::kReduce, comm, r, [&]() -> Status {
     const std::size_t n = static_cast<std::size_t>(count) * red->lanes;
     const std::size_t ruccl_root = r->ruccl_of_mpi[static_cast<std::size_t>(root)];
     const bool is_root = r->rank == ruccl_root;
@@ -86,7 +87,7 @@ std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, M
   Why local = count < 0 || bad_root(root, comm) ? Why::kArgument : move_check(type, es);
   Routed r = routed(Coll::kBcast, comm, local);
   if (!r) return std::nullopt;
-  return run(Coll::kBcast, comm, [&]() -> Status {
+  return run(Coll::kBcast, comm, r, [&]() -> Status {
     const TensorView& v =
         r->view(0, buffer, DataType::kBytes, static_cast<std::size_t>(count) * es);
     const bool is_root = r->rank == r->ruccl_of_mpi[static_cast<std::size_t>(root)];
@@ -100,7 +101,7 @@ std::optional<int> allgather(const void* sendbuf, int sendcount, MPI_Datatype se
   Why local = send_recv_check(sendbuf, sendcount, sendtype, recvcount, recvtype, ses, res);
   Routed r = routed(Coll::kAllgather, comm, local);
   if (!r) return std::nullopt;
-  return run(Coll::kAllgather, comm, [&]() -> Status {
+  return run(Coll::kAllgather, comm, r, [&]() -> Status {
     const std::size_t block = static_cast<std::size_t>(recvcount) * res;
     auto* out = static_cast<std::byte*>(recvbuf);
     const std::size_t me = r->mpi_of_ruccl[r->rank];  // this process's MPI rank
@@ -128,7 +129,7 @@ std::optional<int> reduce_scatter_block(const void* sendbuf, void* recvbuf, int 
   Why local = recvcount < 0 ? Why::kArgument : reduction_check(type, op, red);
   Routed r = routed(Coll::kReduceScatterBlock, comm, local);
   if (!r) return std::nullopt;
-  return run(Coll::kReduceScatterBlock, comm, [&]() -> Status {
+  return run(Coll::kReduceScatterBlock, comm, r, [&]() -> Status {
     const std::size_t n = static_cast<std::size_t>(recvcount) * red->lanes;
     const std::size_t bytes = n * dtype_size(red->dtype);
     if (!r->identity) {
@@ -162,7 +163,7 @@ std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
   Why local = send_recv_check(sendbuf, sendcount, sendtype, recvcount, recvtype, ses, res);
   Routed r = routed(Coll::kAlltoall, comm, local);
   if (!r) return std::nullopt;
-  return run(Coll::kAlltoall, comm, [&]() -> Status {
+  return run(Coll::kAlltoall, comm, r, [&]() -> Status {
     const std::size_t block = static_cast<std::size_t>(recvcount) * res;
     const std::size_t sent =
         sendbuf == MPI_IN_PLACE ? block : static_cast<std::size_t>(sendcount) * ses;
@@ -190,7 +191,7 @@ std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
 std::optional<int> barrier(MPI_Comm comm) {
   Routed r = routed(Coll::kBarrier, comm, Why::kRouted);
   if (!r) return std::nullopt;
-  return run(Coll::kBarrier, comm, [&]() -> Status { return r->comm->barrier(r->rank); });
+  return run(Coll::kBarrier, comm, r, [&]() -> Status { return r->comm->barrier(r->rank); });
 }
 
 }  // namespace ruccl::mpi_layer

@@ -25,7 +25,8 @@ Why reduction_check(MPI_Datatype type, MPI_Op op, std::optional<Reduction>& out)
   return type_info(type) ? Why::kOp : Why::kDatatype;
 }
 
-int run_status(Coll c, MPI_Comm comm, const Status& s) {
+int run_status(Coll c, MPI_Comm comm, const Status& s, Routed& r) {
+  r.release();  // the error handler runs without the Route's lock
   return s.is_ok() ? MPI_SUCCESS : Registry::get().fail(comm, c, s);
 }
 

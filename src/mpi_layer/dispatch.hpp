@@ -23,7 +23,8 @@ Routed routed(Coll c, MPI_Comm comm, Why local);
 Why reduction_check(MPI_Datatype type, MPI_Op op, std::optional<Reduction>& out);
 
 // MPI_SUCCESS for ok, else `s` through the communicator's error handler
-// (Registry::fail), whose code is returned.
-int run_status(Coll c, MPI_Comm comm, const Status& s);
+// (Registry::fail), whose code is returned. Lets go of `r` first: the
+// handler may call MPI on the same communicator, or free it.
+int run_status(Coll c, MPI_Comm comm, const Status& s, Routed& r);
 
 }  // namespace ruccl::mpi_layer

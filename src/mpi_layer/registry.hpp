@@ -117,6 +117,12 @@ class Routed {
   explicit operator bool() const noexcept { return route_ != nullptr; }
   Route* operator->() const noexcept { return route_; }
   Route& operator*() const noexcept { return *route_; }
+  // Lets go of the lock (before the error handler runs, which may call MPI
+  // on the same communicator, even free it) and of the Route.
+  void release() noexcept {
+    if (lock_.owns_lock()) lock_.unlock();
+    route_ = nullptr;
+  }
 
  private:
   Route* route_ = nullptr;

@@ -130,7 +130,7 @@ std::optional<int> rooted_of(Coll c, bool gathering, const ManySide& many, const
     }
     return gathering ? exchange(*r, mine, blocks) : exchange(*r, blocks, mine);
   });
-  return run_status(c, comm, s);
+  return run_status(c, comm, s, r);
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ std::optional<int> scan_of(Coll c, bool exclusive, const void* sendbuf, void* re
           host::reduce(red->dtype, red->op, out, out, all.data() + r->ruccl_of_mpi[j] * bytes, n));
     return Status::ok();
   });
-  return run_status(c, comm, s);
+  return run_status(c, comm, s, r);
 }
 
 }  // namespace

@@ -123,7 +123,7 @@ std::optional<int> alltoallv(const void* sendbuf, const int sendcounts[], const 
                                    Blocks::of(sendbuf, sendcounts, sdispls, sinfo->bytes, r->size)),
                     recv);
   });
-  return run_status(Coll::kAlltoallv, comm, s);
+  return run_status(Coll::kAlltoallv, comm, s, r);
 }
 
 std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -174,7 +174,7 @@ std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype s
     if (in_place) send.bytes[me] = recv.bytes[me] = 0;
     return exchange(*r, send, recv);
   });
-  return run_status(Coll::kAllgatherv, comm, s);
+  return run_status(Coll::kAllgatherv, comm, s, r);
 }
 
 std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
@@ -188,7 +188,7 @@ std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int 
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
     return reduce_scatter_of(*r, sendbuf, recvbuf, recvcounts, *red);
   });
-  return run_status(Coll::kReduceScatter, comm, s);
+  return run_status(Coll::kReduceScatter, comm, s, r);
 }
 
 }  // namespace ruccl::mpi_layer

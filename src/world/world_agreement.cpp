@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -324,7 +325,6 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       std::uint64_t slots = 0;
       node::Tag tag{};
     } mine;
-    mine.slots = links_->slots[root_local_[0]].load();
     if (first == 0 && local) {
       std::size_t got = 0;
       while (local && got < mine.tag.size()) {
@@ -334,39 +334,78 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         else got += static_cast<std::size_t>(n);
       }
     }
-    auto all =
-        bootstrap::agree_outcome(boot, local,
-                                 std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
-                                 "split by members (slots)",
-                                 bootstrap::Wait::within(config.timeout()));
-    RUCCL_TRY(all);
-    std::uint64_t used = 1;
-    Record first_record;
-    for (std::size_t p = 0; p < all.value().size(); ++p) {
-      Record r;
-      if (all.value()[p].size() != sizeof r)
-        return Status(ErrorCode::kProtocolError,
-                      "split by members: process " + std::to_string(p) + " sent a record of " +
-                          std::to_string(all.value()[p].size()) + " bytes");
-      std::memcpy(&r, all.value()[p].data(), sizeof r);
-      used |= r.slots;
-      if (p == 0) first_record = r;
-    }
+    // The slot: the lowest free on every member, then claimed on each. Another
+    // creation on this process (another thread's communicator under
+    // MPI_THREAD_MULTIPLE) may have taken it since the masks were read: then
+    // every member lets go and they try again, racing creations after delays
+    // drawn from their own tags (member 0's, agreed in the first round).
+    std::atomic<std::uint64_t>& in_use = links_->slots[root_local_[0]];
+    constexpr int kClaimTries = 16;
     std::uint32_t slot = kMaxSlots;
-    for (std::uint32_t s = 1; s < kMaxSlots; ++s)
-      if ((used >> s & 1u) == 0) {
-        slot = s;
-        break;
+    Record first_record;
+    for (int attempt = 0;; ++attempt) {
+      mine.slots = in_use.load();
+      auto all = bootstrap::agree_outcome(
+          boot, local, std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
+          "split by members (slots)", bootstrap::Wait::within(config.timeout()));
+      RUCCL_TRY(all);
+      std::uint64_t used = 1;
+      for (std::size_t p = 0; p < all.value().size(); ++p) {
+        Record r;
+        if (all.value()[p].size() != sizeof r)
+          return Status(ErrorCode::kProtocolError,
+                        "split by members: process " + std::to_string(p) + " sent a record of " +
+                            std::to_string(all.value()[p].size()) + " bytes");
+        std::memcpy(&r, all.value()[p].data(), sizeof r);
+        used |= r.slots;
+        if (p == 0) first_record = r;
       }
-    if (slot == kMaxSlots) return child(members, first, 1, slot, config);  // the same error
+      slot = kMaxSlots;
+      for (std::uint32_t s = 1; s < kMaxSlots; ++s)
+        if ((used >> s & 1u) == 0) {
+          slot = s;
+          break;
+        }
+      if (slot == kMaxSlots) return child(members, first, 1, slot, config);  // the same error
+      const std::uint64_t bit = std::uint64_t{1} << slot;
+      const bool claimed = (in_use.fetch_or(bit) & bit) == 0;
+      const auto mark = static_cast<std::byte>(claimed ? 1 : 0);
+      auto claims = bootstrap::agree_outcome(boot, Status::ok(), std::span(&mark, 1),
+                                             "split by members (slot claims)",
+                                             bootstrap::Wait::within(config.timeout()));
+      bool everyone = claims.is_ok();
+      if (everyone)
+        for (const auto& c : claims.value())
+          everyone = everyone && c.size() == 1 && c[0] == std::byte{1};
+      if (everyone) break;
+      if (claimed) in_use.fetch_and(~bit);
+      RUCCL_TRY(claims);
+      if (attempt + 1 >= kClaimTries)
+        return Status(ErrorCode::kUnsupported,
+                      "split by members: no communicator slot could be claimed on every member "
+                      "in " +
+                          std::to_string(kClaimTries) +
+                          " tries (other communicators were being created on the same "
+                          "transports at the same time)");
+      std::uint32_t draw = 0;
+      std::memcpy(&draw, first_record.tag.data(), std::min(sizeof draw, first_record.tag.size()));
+      draw = (draw + static_cast<std::uint32_t>(attempt)) * 2654435761u;  // (Knuth's multiplier)
+      std::this_thread::sleep_for(std::chrono::microseconds(100 + (draw >> 16) % 2000));
+    }
+    // The claim passes to the child's view (which holds the slot until it
+    // goes); it is let go here if no child is made.
+    const std::uint64_t bit = std::uint64_t{1} << slot;
     std::unique_ptr<node::Mailbox> box;
     if (config.intra_node_shared_memory() && topo.nodes == 1 && members.size() >= 2) {
       auto shared = share_node_memory(boot, 1, members.size(), config, first_record.tag,
                                       links_->abort_flag.get());
+      if (!shared) in_use.fetch_and(~bit);
       RUCCL_TRY(shared);
       box = std::move(shared.value().mailbox);
     }
-    return child(members, first, 1, slot, config, topo.nodes, std::move(box));
+    auto made = child(members, first, 1, slot, config, topo.nodes, std::move(box));
+    if (!made) in_use.fetch_and(~bit);
+    return made;
   }
 
   // Receives take any message up to what one message holds (kMaxUpToBytes).
