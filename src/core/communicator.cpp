@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <new>
+#include <random>
 #include <thread>
 #include <type_traits>
 
@@ -754,6 +756,81 @@ Status Communicator::barrier(std::size_t rank) {
       .status();
 }
 
+namespace {
+
+// `mine` (i64 words, the same number on every rank) of every rank of `comm`,
+// in rank order, through its own all-gather: agreed, bounded by the deadline
+// and abortable like any collective.
+Result<std::vector<std::int64_t>> gather_words(Communicator& comm, DeviceAdapter& adapter,
+                                               std::size_t rank, DeviceId device,
+                                               std::span<const std::int64_t> mine) {
+  const std::size_t bytes = mine.size_bytes(), world = comm.world_size();
+  auto in = adapter.allocate(device, bytes);
+  RUCCL_TRY(in);
+  auto out = adapter.allocate(device, bytes * world);
+  RUCCL_TRY(out);
+  RUCCL_TRY(copy_now(adapter, device, in.value().get(), mine.data(), bytes));
+  RUCCL_TRY(comm.all_gather_into(
+      rank, TensorView::of(in.value().get(), DataType::kI64, mine.size(), device),
+      TensorView::of(out.value().get(), DataType::kI64, mine.size() * world, device)));
+  std::vector<std::int64_t> words(mine.size() * world);
+  RUCCL_TRY(copy_now(adapter, device, words.data(), out.value().get(), bytes * world));
+  return words;
+}
+
+// The slot claim rounds of a split by colour across processes: all-gathers
+// over the parent, every rank taking part; a rank's group is its colour's
+// members. The first round's slots are those of the entries gathered first.
+class ColourRounds final : public core::SlotRounds {
+ public:
+  using Gather = std::function<Result<std::vector<std::int64_t>>(std::span<const std::int64_t>)>;
+  ColourRounds(Gather gather, std::vector<std::size_t> group, std::uint64_t first_used,
+               std::uint32_t seed)
+      : gather_(std::move(gather)),
+        group_(std::move(group)),
+        first_used_(first_used),
+        seed_(seed) {}
+
+  Result<std::uint64_t> used_by_group(std::uint64_t mine) override {
+    if (first_) {
+      first_ = false;
+      return first_used_;
+    }
+    const std::int64_t word = static_cast<std::int64_t>(mine);
+    auto all = gather_(std::span(&word, 1));
+    RUCCL_TRY(all);
+    std::uint64_t used = 1;
+    for (std::size_t r : group_)
+      if (r < all.value().size()) used |= static_cast<std::uint64_t>(all.value()[r]);
+    return used;
+  }
+  Result<core::ClaimVerdict> claims(core::SlotClaim c) override {
+    const auto word = static_cast<std::int64_t>(c);
+    auto all = gather_(std::span(&word, 1));
+    RUCCL_TRY(all);
+    std::vector<core::SlotClaim> claims(all.value().size());
+    for (std::size_t r = 0; r < claims.size(); ++r) {
+      if (all.value()[r] < 0 || all.value()[r] > 2)
+        return Status(ErrorCode::kProtocolError,
+                      "split: rank " + std::to_string(r) + " sent a bad slot claim");
+      claims[r] = static_cast<core::SlotClaim>(all.value()[r]);
+    }
+    return core::claim_verdict(claims, group_);
+  }
+  std::uint32_t seed() const override { return seed_; }
+
+ private:
+  Gather gather_;
+  std::vector<std::size_t> group_;
+  std::uint64_t first_used_;
+  std::uint32_t seed_;
+  bool first_ = true;
+};
+
+constexpr int kSlotClaimTries = 16;  // attempts of a split at claiming a slot
+
+}  // namespace
+
 Result<Communicator::Split> Communicator::split(std::size_t rank, std::int64_t color,
                                                 std::int64_t key) {
   Impl& m = *impl_;
@@ -762,40 +839,62 @@ Result<Communicator::Split> Communicator::split(std::size_t rank, std::int64_t c
     return Status(ErrorCode::kInvalidArgument,
                   "split: rank " + std::to_string(rank) + " is not served by this communicator");
   return core::catch_to_status(ErrorCode::kInternal, "split", [&]() -> Result<Split> {
-    // Every rank's entry through this communicator's own all-gather: agreed,
-    // bounded by the deadline and abortable like any collective.
-    constexpr std::size_t kWords = 3;
+    // Every rank's entry: colour, key, the slots in use on its transport and
+    // a random draw (the slot claim's seed).
     const std::uint64_t seq = m.next_seq[local].load();
+    const DeviceId device = m.devices[local];
+    const auto gather = [&](std::span<const std::int64_t> mine) {
+      return gather_words(*this, *m.adapter, rank, device, mine);
+    };
+    const auto finish = [&](const core::SplitPlan& plan) -> Result<Split> {
+      auto child = m.split_child(seq, color, plan);
+      RUCCL_TRY(child);
+      const auto at = std::find(plan.members.begin(), plan.members.end(), rank);
+      return Split{std::move(child).value(), static_cast<std::size_t>(at - plan.members.begin())};
+    };
+    constexpr std::size_t kWords = 4;
     const std::int64_t mine[kWords] = {color, key,
                                        static_cast<std::int64_t>(
-                                           m.remote ? m.remote->slots_in_use(local) : 0)};
-    const DeviceId device = m.devices[local];
-    const std::size_t bytes = sizeof(mine);
-    auto in = m.adapter->allocate(device, bytes);
-    RUCCL_TRY(in);
-    auto out = m.adapter->allocate(device, bytes * m.world);
-    RUCCL_TRY(out);
-    RUCCL_TRY(copy_now(*m.adapter, device, in.value().get(), mine, bytes));
-    RUCCL_TRY(all_gather_into(rank,
-                              TensorView::of(in.value().get(), DataType::kI64, kWords, device),
-                              TensorView::of(out.value().get(), DataType::kI64, kWords * m.world,
-                                             device)));
-    std::vector<std::int64_t> words(kWords * m.world);
-    RUCCL_TRY(copy_now(*m.adapter, device, words.data(), out.value().get(), bytes * m.world));
+                                           m.remote ? m.remote->slots_in_use(local) : 0),
+                                       static_cast<std::int64_t>(std::random_device{}())};
+    auto words = gather(mine);
+    RUCCL_TRY(words);
     std::vector<core::SplitEntry> entries(m.world);
     for (std::size_t r = 0; r < m.world; ++r)
-      entries[r] = {words[kWords * r], words[kWords * r + 1],
-                    static_cast<std::uint64_t>(words[kWords * r + 2])};
+      entries[r] = {words.value()[kWords * r], words.value()[kWords * r + 1],
+                    static_cast<std::uint64_t>(words.value()[kWords * r + 2])};
     RUCCL_TRY(core::check_colors(entries));
-    if (color == kNoColor) return Split{};
-    auto plan =
-        core::plan_split(entries, color, m.first, m.devices.size(), m.remote != nullptr, 64);
+    if (!m.remote) {  // in process: the child is a communicator of its own, no slot
+      if (color == kNoColor) return Split{};
+      auto plan = core::plan_split(entries, color, m.first, m.devices.size(), false, 64);
+      RUCCL_TRY(plan);
+      return finish(plan.value());
+    }
+    // Across processes: the colour's slot, claimed on every member's
+    // transport (core::agree_on_slot). Every rank takes part in the claim
+    // rounds, also one whose group is invalid or that joins none.
+    Result<core::SplitPlan> plan = core::SplitPlan{};
+    if (color != kNoColor)
+      plan =
+          core::plan_split(entries, color, m.first, m.devices.size(), true, m.remote->max_slots());
+    const bool joining = color != kNoColor && plan.is_ok();
+    std::uint64_t used = 1;
+    std::vector<std::size_t> group;
+    std::uint32_t seed = 0;
+    if (joining) {
+      group = plan.value().members;
+      for (std::size_t r : group) used |= entries[r].slots;
+      seed = static_cast<std::uint32_t>(words.value()[kWords * group.front() + 3]);
+    }
+    ColourRounds rounds(gather, std::move(group), used, seed);
+    core::RankSlots holder(*m.remote, local);
+    auto slot = core::agree_on_slot(rounds, holder, joining, m.remote->max_slots(), kSlotClaimTries,
+                                    "split");
     RUCCL_TRY(plan);
-    auto child = m.split_child(seq, color, plan.value());
-    RUCCL_TRY(child);
-    const auto at = std::find(plan.value().members.begin(), plan.value().members.end(), rank);
-    return Split{std::move(child).value(),
-                 static_cast<std::size_t>(at - plan.value().members.begin())};
+    RUCCL_TRY(slot);
+    if (color == kNoColor) return Split{};
+    plan.value().slot = slot.value();
+    return finish(plan.value());
   });
 }
 

@@ -18,6 +18,7 @@
 #include "core/agreement.hpp"
 #include "core/engine.hpp"
 #include "core/selection.hpp"
+#include "core/split.hpp"
 #include "ring/rank_run.hpp"
 
 namespace ruccl::bootstrap {
@@ -57,9 +58,17 @@ class RemoteRanks {
   // Communicator::split. The communicator slots in use on local rank
   // `local`'s links (bit s: slot s; world/shared_links.hpp).
   virtual std::uint64_t slots_in_use(std::size_t local) const = 0;
+  // Slots are 1 .. max_slots() - 1 (at most 64).
+  virtual std::uint32_t max_slots() const = 0;
+  // Sets slot `slot`'s bit there: whether it was clear (the caller holds the
+  // slot then; core::agree_on_slot). release_slot clears it.
+  virtual bool claim_slot(std::size_t local, std::uint32_t slot) = 0;
+  virtual void release_slot(std::size_t local, std::uint32_t slot) = 0;
   // The child world of `members` (this world's ranks, in the child's rank
   // order), sharing this world's links under `slot`: this process serves
-  // members[first .. first + per_process). Local: nothing is sent.
+  // members[first .. first + per_process), whose links hold the slot already
+  // (claim_slot); the child takes those claims over, and lets them go if it
+  // fails. Local: nothing is sent.
   virtual Result<std::unique_ptr<RemoteRanks>> child(std::span<const std::size_t> members,
                                                      std::size_t first, std::size_t per_process,
                                                      std::uint32_t slot, const Config& config) = 0;
@@ -134,6 +143,19 @@ class FaultPlan;
 Result<std::shared_ptr<Communicator>> make_world_communicator(
     std::vector<DeviceId> devices, std::shared_ptr<DeviceAdapter> adapter, Config config,
     std::unique_ptr<RemoteRanks> remote, std::shared_ptr<const FaultPlan> faults);
+
+// Local rank `local`'s slots of `remote`, as agree_on_slot claims them.
+class RankSlots final : public SlotHolder {
+ public:
+  RankSlots(RemoteRanks& remote, std::size_t local) : remote_(remote), local_(local) {}
+  std::uint64_t in_use() const override { return remote_.slots_in_use(local_); }
+  bool claim(std::uint32_t slot) override { return remote_.claim_slot(local_, slot); }
+  void release(std::uint32_t slot) override { remote_.release_slot(local_, slot); }
+
+ private:
+  RemoteRanks& remote_;
+  std::size_t local_;
+};
 
 }  // namespace ruccl::core
 

@@ -74,6 +74,24 @@ Blocks in_ruccl_order(const Route& r, Blocks mpi) {
   return out;
 }
 
+Status gather_equal_blocks(Route& r, const TensorView& in, const Blocks& recv, bool in_place) {
+  const std::size_t n = r.size, block = n > 0 ? recv.bytes[0] : 0;
+  auto* out = static_cast<std::byte*>(const_cast<void*>(recv.base));
+  bool packed = true;
+  for (std::size_t k = 0; k < n; ++k)
+    packed = packed && recv.offset[k] == recv.offset[0] + k * block;
+  if (packed)
+    return r.comm->all_gather_into(r.rank, in,
+                                   host_view(out + recv.offset[0], DataType::kBytes, block * n));
+  std::vector<std::byte> all(block * n);
+  RUCCL_TRY(
+      r.comm->all_gather_into(r.rank, in, host_view(all.data(), DataType::kBytes, all.size())));
+  for (std::size_t k = 0; k < n; ++k)
+    if (block > 0 && (!in_place || k != r.rank))
+      std::memcpy(out + recv.offset[k], all.data() + k * block, block);
+  return Status::ok();
+}
+
 Status exchange(Route& r, const Blocks& send, const Blocks& recv, bool copy_send) {
   const auto* sbase = static_cast<const std::byte*>(send.base);
   auto* rbase = static_cast<std::byte*>(const_cast<void*>(recv.base));

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "mpi_layer/mapping.hpp"
 #include "mpi_layer/registry.hpp"
 #include "ruccl/status.hpp"
 
@@ -39,6 +40,18 @@ Blocks in_ruccl_order(const Route& r, Blocks mpi);
 // through a packed copy. A source that sent other than recv.bytes[s] is
 // kShapeMismatch naming its MPI rank.
 Status exchange(Route& r, const Blocks& send, const Blocks& recv, bool copy_send = false);
+
+// One all_gather of `in` into `recv` (by ruccl rank, every block of in's
+// size): straight into the caller's memory when the blocks lie packed in
+// ruccl rank order, else through scratch, each block then copied to its
+// place (`in_place`: this rank's own block is there already).
+Status gather_equal_blocks(Route& r, const TensorView& in, const Blocks& recv, bool in_place);
+
+// MPI_Reduce_scatter (counts[j] MPI elements to MPI rank j) and
+// MPI_Reduce_scatter_block (counts null: `each` to every rank) on `r`, the
+// parts packed in MPI rank order in the input (vector_collectives.cpp).
+Status reduce_scatter_parts(Route& r, const void* sendbuf, void* recvbuf, const int* counts,
+                            int each, const Reduction& red);
 
 // True when any of the first `n` counts is negative (MPI reports it).
 bool any_negative(const int* counts, int n);

@@ -109,17 +109,11 @@ std::optional<int> allgather(const void* sendbuf, int sendcount, MPI_Datatype se
         sendbuf == MPI_IN_PLACE ? block : static_cast<std::size_t>(sendcount) * ses;
     const TensorView& in =
         r->view(0, sendbuf == MPI_IN_PLACE ? out + me * block : sendbuf, DataType::kBytes, sent);
-    if (r->identity)
+    if (r->identity)  // (the common case, without the blocks' vectors)
       return r->comm->all_gather_into(r->rank, in,
                                       r->view(1, out, DataType::kBytes, block * r->size));
-    // ruccl gathers by its rank order: through scratch, each block then put
-    // at its MPI rank's place.
-    std::vector<std::byte> all(block * r->size);
-    RUCCL_TRY(
-        r->comm->all_gather_into(r->rank, in, host_view(all.data(), DataType::kBytes, all.size())));
-    for (std::size_t k = 0; k < r->size; ++k)
-      if (block > 0) std::memcpy(out + r->mpi_of_ruccl[k] * block, all.data() + k * block, block);
-    return Status::ok();
+    return gather_equal_blocks(*r, in, in_ruccl_order(*r, Blocks::packed(out, block, r->size)),
+                               sendbuf == MPI_IN_PLACE);
   });
 }
 
@@ -130,30 +124,7 @@ std::optional<int> reduce_scatter_block(const void* sendbuf, void* recvbuf, int 
   Routed r = routed(Coll::kReduceScatterBlock, comm, local);
   if (!r) return std::nullopt;
   return run(Coll::kReduceScatterBlock, comm, r, [&]() -> Status {
-    const std::size_t n = static_cast<std::size_t>(recvcount) * red->lanes;
-    const std::size_t bytes = n * dtype_size(red->dtype);
-    if (!r->identity) {
-      // ruccl rank k keeps shard k: the input's blocks in ruccl rank order
-      // (block k the one of MPI rank mpi_of_ruccl[k]), through scratch.
-      const auto* in = static_cast<const std::byte*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
-      std::vector<std::byte> ordered(bytes * r->size);
-      for (std::size_t k = 0; k < r->size; ++k)
-        if (bytes > 0)
-          std::memcpy(ordered.data() + k * bytes, in + r->mpi_of_ruccl[k] * bytes, bytes);
-      return r->comm->reduce_scatter_into(r->rank,
-                                          host_view(ordered.data(), red->dtype, n * r->size),
-                                          r->view(1, recvbuf, red->dtype, n), red->op);
-    }
-    if (sendbuf != MPI_IN_PLACE)
-      return r->comm->reduce_scatter_into(r->rank, r->view(0, sendbuf, red->dtype, n * r->size),
-                                          r->view(1, recvbuf, red->dtype, n), red->op);
-    // In place: ruccl leaves shard r at its place in the input; MPI wants it first.
-    auto* base = static_cast<std::byte*>(recvbuf);
-    std::byte* shard = base + r->rank * bytes;
-    RUCCL_TRY(r->comm->reduce_scatter_into(r->rank, r->view(0, base, red->dtype, n * r->size),
-                                           r->view(1, shard, red->dtype, n), red->op));
-    if (shard != base) std::memmove(base, shard, bytes);
-    return Status::ok();
+    return reduce_scatter_parts(*r, sendbuf, recvbuf, nullptr, recvcount, *red);
   });
 }
 

@@ -10,9 +10,11 @@
 // packed copy.
 // Allgatherv: equal counts are one all_gather; others one exchange in which
 // every rank sends its block to every rank.
-// Reduce_scatter: when recvcounts are ruccl's balanced split of their sum (the
-// first sum % size ranks one more), one reduce_scatter; otherwise an
-// all-reduce of the whole into scratch, of which each rank keeps its part.
+// Reduce_scatter (and Reduce_scatter_block): when recvcounts, taken by ruccl
+// rank, are ruccl's balanced split of their sum (the first sum % size ranks
+// one more), one reduce_scatter (over the parts put in ruccl rank order
+// first when that order is not MPI's); otherwise an all-reduce of the whole
+// into scratch, of which each rank keeps its part.
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -26,80 +28,56 @@
 #include "mpi_layer/registry.hpp"
 
 namespace ruccl::mpi_layer {
-namespace {
-
-// On a Route whose ruccl rank order is not MPI's: the input's parts put in
-// ruccl order for a balanced split (by ruccl rank), else the all-reduce of the
-// whole, from which this process takes its MPI rank's part.
-Status reordered_reduce_scatter(Route& r, const void* sendbuf, void* recvbuf, const int* recvcounts,
-                                const Reduction& red) {
+Status reduce_scatter_parts(Route& r, const void* sendbuf, void* recvbuf, const int* counts,
+                            int each, const Reduction& red) {
   const std::size_t es = dtype_size(red.dtype) * red.lanes;  // bytes per MPI element
   const std::size_t n = r.size, me = r.mpi_of_ruccl[r.rank];
-  std::vector<std::size_t> at(n);  // element offset of each MPI rank's part
-  std::size_t total = 0;
+  auto* in =
+      static_cast<std::byte*>(const_cast<void*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf));
+  Blocks parts(n);  // by MPI rank, packed in MPI rank order
+  parts.base = in;
+  std::size_t total = 0;  // MPI elements
   for (std::size_t j = 0; j < n; ++j) {
-    at[j] = total;
-    total += static_cast<std::size_t>(recvcounts[j]);
+    const auto c = static_cast<std::size_t>(counts ? counts[j] : each);
+    parts.offset[j] = total * es;
+    parts.bytes[j] = c * es;
+    total += c;
   }
+  const Blocks ordered = in_ruccl_order(r, parts);
+  // ruccl's balanced split, in its own elements (a complex MPI element is two).
+  const std::size_t elements = total * red.lanes, ds = dtype_size(red.dtype);
   bool balanced = true;
   for (std::size_t k = 0; k < n; ++k)
-    balanced = balanced && static_cast<std::size_t>(recvcounts[r.mpi_of_ruccl[k]]) ==
-                               total / n + (k < total % n ? 1 : 0);
-  const std::size_t mine = static_cast<std::size_t>(recvcounts[me]);
-  const auto* in = static_cast<const std::byte*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
-  auto view = [&](const void* p, std::size_t elements) {
-    return host_view(p, red.dtype, elements * red.lanes);
-  };
-  std::vector<std::byte> scratch(total * es);
-  if (balanced) {
-    std::size_t to = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::size_t j = r.mpi_of_ruccl[k], bytes = static_cast<std::size_t>(recvcounts[j]) * es;
-      if (bytes > 0) std::memcpy(scratch.data() + to, in + at[j] * es, bytes);
-      to += bytes;
-    }
-    return r.comm->reduce_scatter_into(r.rank, view(scratch.data(), total), view(recvbuf, mine),
-                                       red.op);
-  }
-  RUCCL_TRY(r.comm->all_reduce_into(r.rank, view(in, total), view(scratch.data(), total), red.op));
-  if (mine > 0) std::memcpy(recvbuf, scratch.data() + at[me] * es, mine * es);
-  return Status::ok();
-}
-
-Status reduce_scatter_of(Route& r, const void* sendbuf, void* recvbuf, const int* recvcounts,
-                         const Reduction& red) {
-  if (!r.identity) return reordered_reduce_scatter(r, sendbuf, recvbuf, recvcounts, red);
-  const std::size_t es = dtype_size(red.dtype) * red.lanes;  // bytes per MPI element
-  std::size_t total = 0, before = 0;
-  for (std::size_t k = 0; k < r.size; ++k) {
-    if (k == r.rank) before = total;
-    total += static_cast<std::size_t>(recvcounts[k]);
-  }
-  bool balanced = true;
-  for (std::size_t k = 0; k < r.size; ++k)
-    balanced = balanced && static_cast<std::size_t>(recvcounts[k]) ==
-                               total / r.size + (k < total % r.size ? 1 : 0);
-  const std::size_t mine = static_cast<std::size_t>(recvcounts[r.rank]);
-  const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  auto view = [&](const void* p, std::size_t elements) {
-    return host_view(p, red.dtype, elements * red.lanes);
-  };
-  auto* base = static_cast<std::byte*>(const_cast<void*>(in));
-  if (balanced && sendbuf != MPI_IN_PLACE)
-    return r.comm->reduce_scatter_into(r.rank, view(in, total), view(recvbuf, mine), red.op);
-  if (balanced) {  // in place: the shard is left at its offset; MPI wants it first
-    std::byte* shard = base + before * es;
-    RUCCL_TRY(r.comm->reduce_scatter_into(r.rank, view(base, total), view(shard, mine), red.op));
-    if (shard != base) std::memmove(base, shard, mine * es);
+    balanced = balanced && ordered.bytes[k] == (elements / n + (k < elements % n ? 1 : 0)) * ds;
+  const std::size_t mine = parts.bytes[me];
+  const TensorView& out = r.view(1, recvbuf, red.dtype, mine / ds);
+  if (balanced && r.identity && sendbuf != MPI_IN_PLACE)
+    return r.comm->reduce_scatter_into(r.rank, r.view(0, in, red.dtype, elements), out, red.op);
+  if (balanced &&
+      r.identity) {  // in place: ruccl leaves the shard at its offset; MPI wants it first
+    std::byte* shard = in + parts.offset[me];
+    RUCCL_TRY(r.comm->reduce_scatter_into(r.rank, r.view(0, in, red.dtype, elements),
+                                          r.view(1, shard, red.dtype, mine / ds), red.op));
+    if (shard != in && mine > 0) std::memmove(in, shard, mine);
     return Status::ok();
   }
-  std::vector<std::byte> all(total * es);
-  RUCCL_TRY(r.comm->all_reduce_into(r.rank, view(in, total), view(all.data(), total), red.op));
-  std::memcpy(recvbuf, all.data() + before * es, mine * es);
+  std::vector<std::byte> scratch(total * es);
+  if (balanced) {  // the parts in ruccl rank order, then one reduce-scatter
+    std::size_t to = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (ordered.bytes[k] > 0)
+        std::memcpy(scratch.data() + to, in + ordered.offset[k], ordered.bytes[k]);
+      to += ordered.bytes[k];
+    }
+    return r.comm->reduce_scatter_into(r.rank, r.view(0, scratch.data(), red.dtype, elements), out,
+                                       red.op);
+  }
+  // Not ruccl's split: the all-reduce of the whole, of which this rank keeps its part.
+  RUCCL_TRY(r.comm->all_reduce_into(r.rank, r.view(0, in, red.dtype, elements),
+                                    host_view(scratch.data(), red.dtype, elements), red.op));
+  if (mine > 0) std::memcpy(recvbuf, scratch.data() + parts.offset[me], mine);
   return Status::ok();
 }
-
-}  // namespace
 
 std::optional<int> alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                              MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
@@ -145,27 +123,12 @@ std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype s
     const std::size_t sent = in_place ? block : static_cast<std::size_t>(sendcount) * sinfo->bytes;
     auto* out = static_cast<std::byte*>(recvbuf);
     const void* mine = in_place ? out + recv.offset[me] : sendbuf;
-    // Equal blocks: one all_gather, into place when the blocks lie packed.
-    // (Only the counts decide, as they match on every process; displacements
-    // are this process's own.)
-    bool equal = true, packed = true;
-    for (std::size_t k = 0; k < n; ++k) {
-      equal = equal && recv.bytes[k] == block;
-      packed = packed && recv.offset[k] == recv.offset[0] + k * block;
-    }
-    if (equal) {
-      const TensorView in = host_view(mine, DataType::kBytes, sent);
-      if (packed)
-        return r->comm->all_gather_into(me, in,
-                                        host_view(out + recv.offset[0], DataType::kBytes,
-                                                  block * n));
-      std::vector<std::byte> all(block * n);
-      RUCCL_TRY(
-          r->comm->all_gather_into(me, in, host_view(all.data(), DataType::kBytes, all.size())));
-      for (std::size_t k = 0; k < n; ++k)
-        if (!in_place || k != me) std::memcpy(out + recv.offset[k], all.data() + k * block, block);
-      return Status::ok();
-    }
+    // Equal blocks: one all_gather. (Only the counts decide, as they match on
+    // every process; displacements are this process's own.)
+    bool equal = true;
+    for (std::size_t k = 0; k < n; ++k) equal = equal && recv.bytes[k] == block;
+    if (equal)
+      return gather_equal_blocks(*r, host_view(mine, DataType::kBytes, sent), recv, in_place);
     // Otherwise one exchange: this rank's block to every rank. In place, its
     // own block is already where it belongs (sent to itself: nothing).
     Blocks send(n);
@@ -186,7 +149,7 @@ std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int 
   Routed r = routed(Coll::kReduceScatter, comm, local);
   if (!r) return std::nullopt;
   const Status s = core::catch_to_status(ErrorCode::kInternal, "ruccl mpi layer", [&] {
-    return reduce_scatter_of(*r, sendbuf, recvbuf, recvcounts, *red);
+    return reduce_scatter_parts(*r, sendbuf, recvbuf, recvcounts, 0, *red);
   });
   return run_status(Coll::kReduceScatter, comm, s, r);
 }

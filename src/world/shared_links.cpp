@@ -18,9 +18,7 @@ class TransportView final : public transport::Transport {
         inner_(*links_->transports[root_local]),
         slots_(links_->slots[root_local]),
         root_peer_(std::move(root_peer)),
-        slot_(slot) {
-    slots_.fetch_or(std::uint64_t{1} << slot_);
-  }
+        slot_(slot) {}  // the slot's claim is its creator's (core::agree_on_slot), now the view's
   ~TransportView() override { slots_.fetch_and(~(std::uint64_t{1} << slot_)); }
 
   std::vector<std::byte> address() const override { return inner_.address(); }

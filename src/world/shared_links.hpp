@@ -56,8 +56,9 @@ struct SharedLinks {
 // peer p mapped to root_peer[p] and the tag's comm c (< kCommsPerSlot) put in
 // slot `slot`. connect/handshake/close do nothing (the root's transport is
 // connected, and the root closes it); watch_peers does nothing (the root's
-// watch covers every peer). Holds slot `slot` in `links->slots[root_local]`
-// until destroyed.
+// watch covers every peer). Takes over the claim of slot `slot` in
+// `links->slots[root_local]` (its creator set the bit) and lets it go when
+// destroyed.
 std::unique_ptr<transport::Transport> make_transport_view(std::shared_ptr<SharedLinks> links,
                                                           std::size_t root_local,
                                                           std::vector<std::size_t> root_peer,

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "collectives/execution.hpp"  // with_rows
 #include "core/catch_to_status.hpp"
@@ -191,6 +192,92 @@ bool fitted_again(const LeanScratch& k) {
   return true;
 }
 
+// Attempts of one split by member list at claiming a slot on every member
+// (core::agree_on_slot); creations on the same transports at once collide.
+constexpr int kSlotClaimTries = 16;
+
+// The claim rounds of a split by member list: over `boot`, the members'
+// processes, one rank each. The first round also carries member 0's random
+// tag (the node segment's, and the retry delays' seed) and this process's
+// error, if it has one (then every member fails with it).
+class MemberRounds final : public core::SlotRounds {
+ public:
+  struct Record {
+    std::uint64_t slots = 0;
+    node::Tag tag{};
+  };
+  MemberRounds(bootstrap::Bootstrap& boot, Status local, std::chrono::milliseconds timeout)
+      : boot_(boot), local_(std::move(local)), timeout_(timeout) {}
+
+  Record mine;          // this process's record (member 0 draws the tag)
+  Record first_record;  // member 0's, from the first round
+  bool pending() const { return local_.is_ok(); }
+  void fail_first(Status s) { local_ = std::move(s); }
+
+  Result<std::uint64_t> used_by_group(std::uint64_t slots) override {
+    mine.slots = slots;
+    auto all =
+        bootstrap::agree_outcome(boot_, std::exchange(local_, Status::ok()),
+                                 std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
+                                 "split by members (slots)", bootstrap::Wait::within(timeout_));
+    RUCCL_TRY(all);
+    std::uint64_t used = 1;
+    for (std::size_t p = 0; p < all.value().size(); ++p) {
+      Record r;
+      if (all.value()[p].size() != sizeof r)
+        return Status(ErrorCode::kProtocolError,
+                      "split by members: process " + std::to_string(p) + " sent a record of " +
+                          std::to_string(all.value()[p].size()) + " bytes");
+      std::memcpy(&r, all.value()[p].data(), sizeof r);
+      used |= r.slots;
+      if (p == 0 && first_) first_record = r;
+    }
+    first_ = false;
+    return used;
+  }
+  Result<core::ClaimVerdict> claims(core::SlotClaim c) override {
+    const auto mark = static_cast<std::byte>(c);
+    auto all = bootstrap::agree_outcome(boot_, Status::ok(), std::span(&mark, 1),
+                                        "split by members (slot claims)",
+                                        bootstrap::Wait::within(timeout_));
+    RUCCL_TRY(all);
+    std::vector<core::SlotClaim> claims(all.value().size());
+    std::vector<std::size_t> group(claims.size());
+    for (std::size_t p = 0; p < claims.size(); ++p) {
+      const auto& b = all.value()[p];
+      if (b.size() != 1 || static_cast<unsigned>(b[0]) > 2u)
+        return Status(ErrorCode::kProtocolError,
+                      "split by members: process " + std::to_string(p) + " sent a bad claim");
+      claims[p] = static_cast<core::SlotClaim>(b[0]);
+      group[p] = p;
+    }
+    return core::claim_verdict(claims, group);
+  }
+  std::uint32_t seed() const override {
+    std::uint32_t s = 0;
+    std::memcpy(&s, first_record.tag.data(), std::min(sizeof s, first_record.tag.size()));
+    return s;
+  }
+
+ private:
+  bootstrap::Bootstrap& boot_;
+  Status local_;
+  std::chrono::milliseconds timeout_;
+  bool first_ = true;
+};
+
+// A random tag (getrandom).
+Status draw_tag(node::Tag& tag) {
+  std::size_t got = 0;
+  while (got < tag.size()) {
+    const ssize_t n = getrandom(tag.data() + got, tag.size() - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status(ErrorCode::kInternal, "split by members: getrandom failed");
+    got += static_cast<std::size_t>(n);
+  }
+  return Status::ok();
+}
+
 class WorldRemoteRanks final : public core::RemoteRanks {
  public:
   // The root of `links` (views empty, mailbox links->mailbox), or a child of
@@ -262,6 +349,16 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   std::uint64_t slots_in_use(std::size_t local) const override {
     return local < root_local_.size() ? links_->slots[root_local_[local]].load() : 0;
   }
+  std::uint32_t max_slots() const override { return kMaxSlots; }
+  bool claim_slot(std::size_t local, std::uint32_t slot) override {
+    if (local >= root_local_.size() || slot >= kMaxSlots) return false;
+    const std::uint64_t bit = std::uint64_t{1} << slot;
+    return (links_->slots[root_local_[local]].fetch_or(bit) & bit) == 0;
+  }
+  void release_slot(std::size_t local, std::uint32_t slot) override {
+    if (local < root_local_.size() && slot < kMaxSlots)
+      links_->slots[root_local_[local]].fetch_and(~(std::uint64_t{1} << slot));
+  }
   // A child over views of the root's transports (shared_links.hpp); local:
   // nothing is sent.
   Result<std::unique_ptr<core::RemoteRanks>> child(std::span<const std::size_t> members,
@@ -270,35 +367,43 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                                                    const Config& config) override {
     return child(members, first, per_process, slot, config, nodes_, nullptr);
   }
-  // The child's views (and its node segment `box`, if any).
+  // The child's views (and its node segment `box`, if any). Every check is
+  // made before the first view takes its claim over; a failed one lets go of
+  // the claims of the members this process serves.
   Result<std::unique_ptr<core::RemoteRanks>> child(std::span<const std::size_t> members,
                                                    std::size_t first, std::size_t per_process,
                                                    std::uint32_t slot, const Config& config,
                                                    std::size_t nodes,
                                                    std::unique_ptr<node::Mailbox> box) {
+    std::vector<std::size_t> root_peer(members.size()), root_local;
+    for (std::size_t l = 0; l < per_process && first + l < members.size(); ++l) {
+      const std::size_t rank = members[first + l];
+      if (rank >= first_ && rank - first_ < per_process_)
+        root_local.push_back(root_local_[rank - first_]);
+    }
+    const auto fail = [&](ErrorCode code, const std::string& why) {
+      if (slot > 0 && slot < kMaxSlots)
+        for (std::size_t r : root_local) links_->slots[r].fetch_and(~(std::uint64_t{1} << slot));
+      return Result<std::unique_ptr<core::RemoteRanks>>(Status(code, why));
+    };
     if (slot == 0 || slot >= kMaxSlots)
-      return Status(ErrorCode::kUnsupported,
-                    "split: no communicator slot is free on every member's transport (at most " +
-                        std::to_string(kMaxSlots - 1) +
-                        " communicators split from one world may share a rank at once)");
-    if (per_process == 0 || first > members.size() || per_process > members.size() - first)
-      return Status(ErrorCode::kInternal, "split: this process's members lie outside the group");
-    std::vector<std::size_t> root_peer(members.size()), root_local(per_process);
+      return fail(ErrorCode::kUnsupported,
+                  "split: no communicator slot is free on every member's transport (at most " +
+                      std::to_string(kMaxSlots - 1) +
+                      " communicators split from one world may share a rank at once)");
+    if (per_process == 0 || first > members.size() || per_process > members.size() - first ||
+        root_local.size() != per_process)
+      return fail(ErrorCode::kInternal,
+                  "split: this process's members lie outside the group or this process");
     for (std::size_t j = 0; j < members.size(); ++j) {
       if (members[j] >= world_)
-        return Status(ErrorCode::kInternal, "split: member " + std::to_string(members[j]) +
-                                                " is not a rank of the world");
+        return fail(ErrorCode::kInternal,
+                    "split: member " + std::to_string(members[j]) + " is not a rank of the world");
       root_peer[j] = root_peer_[members[j]];
     }
     std::vector<std::unique_ptr<transport::Transport>> views;
-    for (std::size_t l = 0; l < per_process; ++l) {
-      const std::size_t rank = members[first + l];
-      if (rank < first_ || rank - first_ >= per_process_)
-        return Status(ErrorCode::kInternal,
-                      "split: rank " + std::to_string(rank) + " is not served by this process");
-      root_local[l] = root_local_[rank - first_];
-      views.push_back(make_transport_view(links_, root_local[l], root_peer, slot));
-    }
+    for (std::size_t r : root_local)
+      views.push_back(make_transport_view(links_, r, root_peer, slot));
     return std::unique_ptr<core::RemoteRanks>(
         std::make_unique<WorldRemoteRanks>(links_, std::move(views), std::move(root_peer),
                                            std::move(root_local), first, members.size(), nodes,
@@ -321,91 +426,24 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                          std::to_string(topo.processes) + " holds member " + std::to_string(first) +
                          " of " + std::to_string(members.size()) +
                          " (the bootstrap must order the processes as the members)");
-    struct Record {
-      std::uint64_t slots = 0;
-      node::Tag tag{};
-    } mine;
-    if (first == 0 && local) {
-      std::size_t got = 0;
-      while (local && got < mine.tag.size()) {
-        const ssize_t n = getrandom(mine.tag.data() + got, mine.tag.size() - got, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) local = Status(ErrorCode::kInternal, "split by members: getrandom failed");
-        else got += static_cast<std::size_t>(n);
-      }
-    }
-    // The slot: the lowest free on every member, then claimed on each. Another
-    // creation on this process (another thread's communicator under
-    // MPI_THREAD_MULTIPLE) may have taken it since the masks were read: then
-    // every member lets go and they try again, racing creations after delays
-    // drawn from their own tags (member 0's, agreed in the first round).
-    std::atomic<std::uint64_t>& in_use = links_->slots[root_local_[0]];
-    constexpr int kClaimTries = 16;
-    std::uint32_t slot = kMaxSlots;
-    Record first_record;
-    for (int attempt = 0;; ++attempt) {
-      mine.slots = in_use.load();
-      auto all = bootstrap::agree_outcome(
-          boot, local, std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
-          "split by members (slots)", bootstrap::Wait::within(config.timeout()));
-      RUCCL_TRY(all);
-      std::uint64_t used = 1;
-      for (std::size_t p = 0; p < all.value().size(); ++p) {
-        Record r;
-        if (all.value()[p].size() != sizeof r)
-          return Status(ErrorCode::kProtocolError,
-                        "split by members: process " + std::to_string(p) + " sent a record of " +
-                            std::to_string(all.value()[p].size()) + " bytes");
-        std::memcpy(&r, all.value()[p].data(), sizeof r);
-        used |= r.slots;
-        if (p == 0) first_record = r;
-      }
-      slot = kMaxSlots;
-      for (std::uint32_t s = 1; s < kMaxSlots; ++s)
-        if ((used >> s & 1u) == 0) {
-          slot = s;
-          break;
-        }
-      if (slot == kMaxSlots) return child(members, first, 1, slot, config);  // the same error
-      const std::uint64_t bit = std::uint64_t{1} << slot;
-      const bool claimed = (in_use.fetch_or(bit) & bit) == 0;
-      const auto mark = static_cast<std::byte>(claimed ? 1 : 0);
-      auto claims = bootstrap::agree_outcome(boot, Status::ok(), std::span(&mark, 1),
-                                             "split by members (slot claims)",
-                                             bootstrap::Wait::within(config.timeout()));
-      bool everyone = claims.is_ok();
-      if (everyone)
-        for (const auto& c : claims.value())
-          everyone = everyone && c.size() == 1 && c[0] == std::byte{1};
-      if (everyone) break;
-      if (claimed) in_use.fetch_and(~bit);
-      RUCCL_TRY(claims);
-      if (attempt + 1 >= kClaimTries)
-        return Status(ErrorCode::kUnsupported,
-                      "split by members: no communicator slot could be claimed on every member "
-                      "in " +
-                          std::to_string(kClaimTries) +
-                          " tries (other communicators were being created on the same "
-                          "transports at the same time)");
-      std::uint32_t draw = 0;
-      std::memcpy(&draw, first_record.tag.data(), std::min(sizeof draw, first_record.tag.size()));
-      draw = (draw + static_cast<std::uint32_t>(attempt)) * 2654435761u;  // (Knuth's multiplier)
-      std::this_thread::sleep_for(std::chrono::microseconds(100 + (draw >> 16) % 2000));
-    }
-    // The claim passes to the child's view (which holds the slot until it
-    // goes); it is let go here if no child is made.
-    const std::uint64_t bit = std::uint64_t{1} << slot;
+    MemberRounds rounds(boot, std::move(local), config.timeout());
+    if (first == 0 && rounds.pending())
+      if (Status s = draw_tag(rounds.mine.tag); !s) rounds.fail_first(std::move(s));
+    core::RankSlots holder(*this, 0);
+    auto slot =
+        core::agree_on_slot(rounds, holder, true, kMaxSlots, kSlotClaimTries, "split by members");
+    RUCCL_TRY(slot);
+    // The claim passes to the child's view (which lets it go when it goes),
+    // or is let go here if no child is made.
     std::unique_ptr<node::Mailbox> box;
     if (config.intra_node_shared_memory() && topo.nodes == 1 && members.size() >= 2) {
-      auto shared = share_node_memory(boot, 1, members.size(), config, first_record.tag,
+      auto shared = share_node_memory(boot, 1, members.size(), config, rounds.first_record.tag,
                                       links_->abort_flag.get());
-      if (!shared) in_use.fetch_and(~bit);
+      if (!shared) release_slot(0, slot.value());
       RUCCL_TRY(shared);
       box = std::move(shared.value().mailbox);
     }
-    auto made = child(members, first, 1, slot, config, topo.nodes, std::move(box));
-    if (!made) in_use.fetch_and(~bit);
-    return made;
+    return child(members, first, 1, slot.value(), config, topo.nodes, std::move(box));
   }
 
   // Receives take any message up to what one message holds (kMaxUpToBytes).

@@ -266,62 +266,99 @@ TEST_P(Split, AbortOfAChild) {
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
+// Twelve exact i64 sums on a child `s` of the communicator whose rank `rank`
+// runs this thread (`late`: after 20 ms), with values offset by `salt`;
+// counts odd and above the inline size (24 B, about 32 KiB), so that the
+// messages of children driven at once are in flight together.
+void drive_sums(Failures& f, std::size_t rank, const Communicator::Split& s, bool late,
+                std::int64_t salt) {
+  const Backend& be = tested_backend();
+  if (late) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto n = static_cast<std::int64_t>(s.comm->world_size());
+  for (std::int64_t round = 0; round < 12; ++round) {
+    const std::size_t count = round % 2 == 0 ? 3 : 4099;
+    std::vector<std::int64_t> v(count);
+    for (std::size_t i = 0; i < count; ++i)
+      v[i] = static_cast<std::int64_t>(s.rank) + salt + round + static_cast<std::int64_t>(i);
+    const Buffer in = be.upload(rank, Bytes(reinterpret_cast<const std::byte*>(v.data()),
+                                            reinterpret_cast<const std::byte*>(v.data() + count)));
+    auto out = s.comm->all_reduce(s.rank, in.view1(DataType::kI64), ReduceOp::kSum);
+    RANK_CHECK(f, rank, out.is_ok(),
+               "child " << salt << " round " << round << ": " << describe(out.status()));
+    if (!out.is_ok()) return;
+    const Bytes got = be.download(out.value());
+    std::vector<std::int64_t> sum(count);
+    std::memcpy(sum.data(), got.data(), std::min(got.size(), count * sizeof(std::int64_t)));
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::int64_t want = n * (n - 1) / 2 + n * (salt + round + static_cast<std::int64_t>(i));
+      if (sum[i] != want) {
+        RANK_CHECK(f, rank, false,
+                   "child " << salt << " round " << round << " element " << i << ": " << sum[i]
+                            << ", expected " << want);
+        return;
+      }
+    }
+  }
+}
+
+// Two children of one parent of `world` ranks on every rank (b's ranks in
+// reverse order with `b_reversed`), then `body` on each rank with both.
+void with_two_children(std::size_t world, bool b_reversed,
+                       const std::function<void(Failures&, std::size_t, const Communicator::Split&,
+                                                const Communicator::Split&)>& body) {
+  auto parent = tested_factory().make_comm(world);
+  Failures f;
+  run_local_ranks(*parent, f, [&](std::size_t rank) {
+    const auto key = static_cast<std::int64_t>(rank);
+    auto a = parent->split(rank, 0, key);
+    auto b = parent->split(rank, 0, b_reversed ? -key : key);
+    RANK_CHECK(f, rank, a.is_ok() && b.is_ok(),
+               "split: " << describe(a.status()) << " / " << describe(b.status()));
+    if (a.is_ok() && b.is_ok()) body(f, rank, a.value(), b.value());
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
 // Two children of one parent, each driven by a thread of its own on every
 // rank at the same time, the threads starting in opposite orders on
 // neighbouring ranks. Across processes both children send through the same
 // transports (views of the parent's): their exchanges take turns on each UCX
 // worker and complete each other's messages; in process they are
-// communicators of their own. Every sum is exact; counts odd and above the
-// inline size, so both children's messages are in flight at once.
+// communicators of their own.
 TEST_P(Split, TwoChildrenAtOnceFromTwoThreadsOfEachRank) {
-  const std::size_t world = GetParam();
-  if (world < 2) GTEST_SKIP() << "needs two ranks";
-  auto parent = tested_factory().make_comm(world);
-  Failures f;
-  run_local_ranks(*parent, f, [&](std::size_t rank) {
-    auto a = parent->split(rank, 0, static_cast<std::int64_t>(rank));
-    auto b = parent->split(rank, 0, -static_cast<std::int64_t>(rank));
-    RANK_CHECK(f, rank, a.is_ok() && b.is_ok(),
-               "split: " << describe(a.status()) << " / " << describe(b.status()));
-    if (!a.is_ok() || !b.is_ok()) return;
-    const Backend& be = tested_backend();
-    auto drive = [&](const Communicator::Split& s, bool late, std::int64_t salt) {
-      if (late) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      for (std::int64_t round = 0; round < 12; ++round) {
-        const std::size_t count = round % 2 == 0 ? 3 : 4099;  // 24 B, ~32 KiB
-        std::vector<std::int64_t> v(count);
-        for (std::size_t i = 0; i < count; ++i)
-          v[i] = static_cast<std::int64_t>(s.rank) + salt + round + static_cast<std::int64_t>(i);
-        const Buffer in =
-            be.upload(rank, Bytes(reinterpret_cast<const std::byte*>(v.data()),
-                                  reinterpret_cast<const std::byte*>(v.data() + count)));
-        auto out = s.comm->all_reduce(s.rank, in.view1(DataType::kI64), ReduceOp::kSum);
-        RANK_CHECK(f, rank, out.is_ok(),
-                   "child " << salt << " round " << round << ": " << describe(out.status()));
-        if (!out.is_ok()) return;
-        const Bytes got = be.download(out.value());
-        std::vector<std::int64_t> sum(count);
-        std::memcpy(sum.data(), got.data(), std::min(got.size(), count * sizeof(std::int64_t)));
-        const auto n = static_cast<std::int64_t>(world);
-        for (std::size_t i = 0; i < count; ++i) {
-          const std::int64_t want =
-              n * (n - 1) / 2 + n * (salt + round + static_cast<std::int64_t>(i));
-          if (sum[i] != want) {
-            RANK_CHECK(f, rank, false,
-                       "child " << salt << " round " << round << " element " << i << ": " << sum[i]
-                                << ", expected " << want);
-            return;
-          }
+  if (GetParam() < 2) GTEST_SKIP() << "needs two ranks";
+  with_two_children(GetParam(), true,
+                    [](Failures& f, std::size_t rank, const auto& a, const auto& b) {
+                      const bool a_late = rank % 2 == 1;
+                      std::thread ta(drive_sums, std::ref(f), rank, std::cref(a), a_late, 100);
+                      std::thread tb(drive_sums, std::ref(f), rank, std::cref(b), !a_late, 7);
+                      ta.join();
+                      tb.join();
+                    });
+}
+
+// Two communicators split at the same time, by two threads of every rank,
+// from two parents that share the transports (children of one world across
+// processes): each split picks a communicator slot free on every member, and
+// the two must not pick the same one (their messages would then carry the
+// same tags and cross). Five rounds, the threads' grandchildren each summing
+// exactly while the other's run, then destroyed before the next round.
+TEST_P(Split, TwoSplitsAtOnceFromTwoThreadsOfEachRank) {
+  if (GetParam() < 2) GTEST_SKIP() << "needs two ranks";
+  with_two_children(
+      GetParam(), false, [](Failures& f, std::size_t rank, const auto& a, const auto& b) {
+        for (std::int64_t round = 0; round < 3; ++round) {
+          auto split_and_drive = [&](const Communicator::Split& from, std::int64_t salt) {
+            auto s = from.comm->split(from.rank, 0, static_cast<std::int64_t>(from.rank));
+            RANK_CHECK(f, rank, s.is_ok(), "split of " << salt << ": " << describe(s.status()));
+            if (s.is_ok()) drive_sums(f, rank, s.value(), false, salt + round);
+          };
+          std::thread ta(split_and_drive, std::cref(a), 100);
+          std::thread tb(split_and_drive, std::cref(b), 7);
+          ta.join();
+          tb.join();
         }
-      }
-    };
-    const bool a_late = rank % 2 == 1;
-    std::thread ta(drive, std::cref(a.value()), a_late, std::int64_t{100});
-    std::thread tb(drive, std::cref(b.value()), !a_late, std::int64_t{7});
-    ta.join();
-    tb.join();
-  });
-  EXPECT_TRUE(f.empty()) << f.report();
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, Split, RUCCL_TEST_WORLDS(1, 2, 3, 4, 6), world_name);

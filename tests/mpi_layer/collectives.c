@@ -222,6 +222,28 @@ static void test_comm(MPI_Comm comm, const char* name) {
       CHECK(out[i] == want, "reduce_scatter form %d [%d]", form, i);
     }
   }
+  /* Reduce_scatter of complex doubles (two ruccl elements each) with counts
+   * that are ruccl's split in MPI elements (rank 0 one more) but not in
+   * ruccl's own: taken as ruccl's split they would not fit its shards. */
+  {
+    int rc[64], total = 0, before = 0;
+    for (r = 0; r < size; ++r) {
+      rc[r] = 3 + (r < 1 ? 1 : 0);
+      if (r == rank) before = total;
+      total += rc[r];
+    }
+    double* zin = malloc(2 * (size_t)total * sizeof(double));
+    double* zout = malloc(2 * (size_t)rc[rank] * sizeof(double));
+    for (i = 0; i < 2 * total; ++i) zin[i] = (double)value(rank, i);
+    MPI_Reduce_scatter(zin, zout, rc, MPI_C_DOUBLE_COMPLEX, MPI_SUM, comm);
+    for (i = 0; i < 2 * rc[rank]; ++i) {
+      double want = 0;
+      for (r = 0; r < size; ++r) want += (double)value(r, 2 * before + i);
+      CHECK(zout[i] == want, "reduce_scatter complex [%d]", i);
+    }
+    free(zin);
+    free(zout);
+  }
   /* Gather / Gatherv / Scatter / Scatterv / Allgatherv, to and from the last
    * rank, not in place and in place. Rank r's block holds r + 2 ints (v) or
    * N ints, value(r, i); the v-blocks lie spread (displacement 3 * r + 1 +
