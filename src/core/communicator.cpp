@@ -12,7 +12,6 @@
 #include <map>
 #include <mutex>
 #include <new>
-#include <random>
 #include <thread>
 #include <type_traits>
 
@@ -758,25 +757,52 @@ Status Communicator::barrier(std::size_t rank) {
 
 namespace {
 
-// `mine` (i64 words, the same number on every rank) of every rank of `comm`,
-// in rank order, through its own all-gather: agreed, bounded by the deadline
-// and abortable like any collective.
-Result<std::vector<std::int64_t>> gather_words(Communicator& comm, DeviceAdapter& adapter,
-                                               std::size_t rank, DeviceId device,
-                                               std::span<const std::int64_t> mine) {
-  const std::size_t bytes = mine.size_bytes(), world = comm.world_size();
-  auto in = adapter.allocate(device, bytes);
-  RUCCL_TRY(in);
-  auto out = adapter.allocate(device, bytes * world);
-  RUCCL_TRY(out);
-  RUCCL_TRY(copy_now(adapter, device, in.value().get(), mine.data(), bytes));
-  RUCCL_TRY(comm.all_gather_into(
-      rank, TensorView::of(in.value().get(), DataType::kI64, mine.size(), device),
-      TensorView::of(out.value().get(), DataType::kI64, mine.size() * world, device)));
-  std::vector<std::int64_t> words(mine.size() * world);
-  RUCCL_TRY(copy_now(adapter, device, words.data(), out.value().get(), bytes * world));
-  return words;
-}
+// The words of every rank of `comm` (i64, the same number on every rank, at
+// most `max_words`), in rank order, through its own all-gather: agreed,
+// bounded by the deadline and abortable like any collective. One pair of
+// buffers serves every round. A rank that cannot put its words in (a failed
+// allocation or copy) still takes part, with none: the round then fails on
+// every rank (the counts differ), and it returns its own error, so that
+// every rank leaves the same round.
+class WordGather {
+ public:
+  WordGather(Communicator& comm, DeviceAdapter& adapter, std::size_t rank, DeviceId device,
+             std::size_t max_words)
+      : comm_(comm),
+        adapter_(adapter),
+        rank_(rank),
+        device_(device),
+        in_(adapter.allocate(device, max_words * sizeof(std::int64_t))),
+        out_(adapter.allocate(device, max_words * sizeof(std::int64_t) * comm.world_size())),
+        max_words_(max_words) {}
+
+  Result<std::vector<std::int64_t>> operator()(std::span<const std::int64_t> mine) {
+    const std::size_t world = comm_.world_size(), bytes = mine.size_bytes();
+    Status put = !in_ ? in_.status() : !out_ ? out_.status() : Status::ok();
+    if (put && mine.size() > max_words_)
+      put = Status(ErrorCode::kInternal, "split: more words than the gather holds");
+    if (put) put = copy_now(adapter_, device_, in_.value().get(), mine.data(), bytes);
+    if (!put) {  // take part with no words: every rank's round fails
+      const TensorView none = TensorView::of(nullptr, DataType::kI64, 0, device_);
+      (void)comm_.all_gather_into(rank_, none, none);
+      return put;
+    }
+    RUCCL_TRY(comm_.all_gather_into(
+        rank_, TensorView::of(in_.value().get(), DataType::kI64, mine.size(), device_),
+        TensorView::of(out_.value().get(), DataType::kI64, mine.size() * world, device_)));
+    std::vector<std::int64_t> words(mine.size() * world);
+    RUCCL_TRY(copy_now(adapter_, device_, words.data(), out_.value().get(), bytes * world));
+    return words;
+  }
+
+ private:
+  Communicator& comm_;
+  DeviceAdapter& adapter_;
+  std::size_t rank_;
+  DeviceId device_;
+  Result<std::shared_ptr<void>> in_, out_;
+  std::size_t max_words_;
+};
 
 // The slot claim rounds of a split by colour across processes: all-gathers
 // over the parent, every rank taking part; a rank's group is its colour's
@@ -829,6 +855,16 @@ class ColourRounds final : public core::SlotRounds {
 
 constexpr int kSlotClaimTries = 16;  // attempts of a split at claiming a slot
 
+// A split's retry seed: differs between communicators, ranks and calls
+// (the clock; the addresses), and cannot fail.
+std::uint32_t draw_seed(const void* comm, std::size_t rank) {
+  const auto now =
+      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  const std::uint64_t mixed = (now ^ reinterpret_cast<std::uintptr_t>(comm) ^ (rank << 17)) *
+                              0x9E3779B97F4A7C15ull;  // (Fibonacci hashing)
+  return static_cast<std::uint32_t>(mixed >> 32);
+}
+
 }  // namespace
 
 Result<Communicator::Split> Communicator::split(std::size_t rank, std::int64_t color,
@@ -840,23 +876,22 @@ Result<Communicator::Split> Communicator::split(std::size_t rank, std::int64_t c
                   "split: rank " + std::to_string(rank) + " is not served by this communicator");
   return core::catch_to_status(ErrorCode::kInternal, "split", [&]() -> Result<Split> {
     // Every rank's entry: colour, key, the slots in use on its transport and
-    // a random draw (the slot claim's seed).
+    // a draw of its own (the slot claim's retry seed).
     const std::uint64_t seq = m.next_seq[local].load();
     const DeviceId device = m.devices[local];
-    const auto gather = [&](std::span<const std::int64_t> mine) {
-      return gather_words(*this, *m.adapter, rank, device, mine);
-    };
+    constexpr std::size_t kWords = 4;
+    WordGather words_of(*this, *m.adapter, rank, device, kWords);
+    const auto gather = [&](std::span<const std::int64_t> mine) { return words_of(mine); };
     const auto finish = [&](const core::SplitPlan& plan) -> Result<Split> {
       auto child = m.split_child(seq, color, plan);
       RUCCL_TRY(child);
       const auto at = std::find(plan.members.begin(), plan.members.end(), rank);
       return Split{std::move(child).value(), static_cast<std::size_t>(at - plan.members.begin())};
     };
-    constexpr std::size_t kWords = 4;
     const std::int64_t mine[kWords] = {color, key,
                                        static_cast<std::int64_t>(
                                            m.remote ? m.remote->slots_in_use(local) : 0),
-                                       static_cast<std::int64_t>(std::random_device{}())};
+                                       static_cast<std::int64_t>(draw_seed(&m, rank))};
     auto words = gather(mine);
     RUCCL_TRY(words);
     std::vector<core::SplitEntry> entries(m.world);

@@ -30,52 +30,55 @@
 namespace ruccl::mpi_layer {
 Status reduce_scatter_parts(Route& r, const void* sendbuf, void* recvbuf, const int* counts,
                             int each, const Reduction& red) {
-  const std::size_t es = dtype_size(red.dtype) * red.lanes;  // bytes per MPI element
+  const std::size_t ds = dtype_size(red.dtype), es = ds * red.lanes;  // bytes per MPI element
   const std::size_t n = r.size, me = r.mpi_of_ruccl[r.rank];
   auto* in =
       static_cast<std::byte*>(const_cast<void*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf));
-  Blocks parts(n);  // by MPI rank, packed in MPI rank order
-  parts.base = in;
-  std::size_t total = 0;  // MPI elements
+  const auto count = [&](std::size_t j) {
+    return static_cast<std::size_t>(counts ? counts[j] : each);
+  };
+  std::size_t total = 0, before = 0;  // MPI elements: all, and the parts before this rank's
   for (std::size_t j = 0; j < n; ++j) {
-    const auto c = static_cast<std::size_t>(counts ? counts[j] : each);
-    parts.offset[j] = total * es;
-    parts.bytes[j] = c * es;
-    total += c;
+    if (j == me) before = total;
+    total += count(j);
   }
-  const Blocks ordered = in_ruccl_order(r, parts);
-  // ruccl's balanced split, in its own elements (a complex MPI element is two).
-  const std::size_t elements = total * red.lanes, ds = dtype_size(red.dtype);
+  // ruccl's balanced split by ruccl rank, in its own elements (a complex MPI
+  // element is two).
+  const std::size_t elements = total * red.lanes;
   bool balanced = true;
   for (std::size_t k = 0; k < n; ++k)
-    balanced = balanced && ordered.bytes[k] == (elements / n + (k < elements % n ? 1 : 0)) * ds;
-  const std::size_t mine = parts.bytes[me];
+    balanced = balanced &&
+               count(r.mpi_of_ruccl[k]) * red.lanes == elements / n + (k < elements % n ? 1 : 0);
+  const std::size_t mine = count(me) * es;  // bytes
   const TensorView& out = r.view(1, recvbuf, red.dtype, mine / ds);
   if (balanced && r.identity && sendbuf != MPI_IN_PLACE)
     return r.comm->reduce_scatter_into(r.rank, r.view(0, in, red.dtype, elements), out, red.op);
-  if (balanced &&
-      r.identity) {  // in place: ruccl leaves the shard at its offset; MPI wants it first
-    std::byte* shard = in + parts.offset[me];
+  if (balanced && r.identity) {  // in place: the shard is left at its offset; MPI wants it first
+    std::byte* shard = in + before * es;
     RUCCL_TRY(r.comm->reduce_scatter_into(r.rank, r.view(0, in, red.dtype, elements),
                                           r.view(1, shard, red.dtype, mine / ds), red.op));
     if (shard != in && mine > 0) std::memmove(in, shard, mine);
     return Status::ok();
   }
   std::vector<std::byte> scratch(total * es);
-  if (balanced) {  // the parts in ruccl rank order, then one reduce-scatter
-    std::size_t to = 0;
-    for (std::size_t k = 0; k < n; ++k) {
+  if (balanced) {  // the parts put in ruccl rank order (blocks.hpp), then one reduce-scatter
+    Blocks parts(n);
+    parts.base = in;
+    for (std::size_t j = 0, at = 0; j < n; at += parts.bytes[j], ++j) {
+      parts.offset[j] = at;
+      parts.bytes[j] = count(j) * es;
+    }
+    const Blocks ordered = in_ruccl_order(r, std::move(parts));
+    for (std::size_t k = 0, to = 0; k < n; to += ordered.bytes[k], ++k)
       if (ordered.bytes[k] > 0)
         std::memcpy(scratch.data() + to, in + ordered.offset[k], ordered.bytes[k]);
-      to += ordered.bytes[k];
-    }
     return r.comm->reduce_scatter_into(r.rank, r.view(0, scratch.data(), red.dtype, elements), out,
                                        red.op);
   }
   // Not ruccl's split: the all-reduce of the whole, of which this rank keeps its part.
   RUCCL_TRY(r.comm->all_reduce_into(r.rank, r.view(0, in, red.dtype, elements),
                                     host_view(scratch.data(), red.dtype, elements), red.op));
-  if (mine > 0) std::memcpy(recvbuf, scratch.data() + parts.offset[me], mine);
+  if (mine > 0) std::memcpy(recvbuf, scratch.data() + before * es, mine);
   return Status::ok();
 }
 

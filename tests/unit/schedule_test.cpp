@@ -283,7 +283,9 @@ TEST(OneShotStep, EveryRankFoldsEveryInputOnceInRankOrder) {
         const OneShotStep s = one_shot_step(r, world, step);
         folded.push_back(s.recv_from);
         EXPECT_EQ(s.combine, step == 0 ? Combine::kCopy : Combine::kReduce) << where(world, r, step);
-        if (step != r) EXPECT_TRUE(s.send_to.empty()) << where(world, r, step);
+        if (step != r) {
+          EXPECT_TRUE(s.send_to.empty()) << where(world, r, step);
+        }
         for (std::size_t to : s.send_to) {
           EXPECT_NE(to, r) << where(world, r, step);
           EXPECT_EQ(one_shot_step(to, world, step).recv_from, r) << where(world, r, step);
