@@ -402,6 +402,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       root_peer[j] = root_peer_[members[j]];
     }
     std::vector<std::unique_ptr<transport::Transport>> views;
+    views.reserve(root_local.size());
     for (std::size_t r : root_local)
       views.push_back(make_transport_view(links_, r, root_peer, slot));
     return std::unique_ptr<core::RemoteRanks>(
