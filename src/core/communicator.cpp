@@ -772,8 +772,8 @@ class WordGather {
         adapter_(adapter),
         rank_(rank),
         device_(device),
-        in_(adapter.allocate(device, max_words * sizeof(std::int64_t))),
-        out_(adapter.allocate(device, max_words * sizeof(std::int64_t) * comm.world_size())),
+        in_(allocate(max_words)),
+        out_(allocate(max_words * comm.world_size())),
         max_words_(max_words) {}
 
   Result<std::vector<std::int64_t>> operator()(std::span<const std::int64_t> mine) {
@@ -781,7 +781,10 @@ class WordGather {
     Status put = !in_ ? in_.status() : !out_ ? out_.status() : Status::ok();
     if (put && mine.size() > max_words_)
       put = Status(ErrorCode::kInternal, "split: more words than the gather holds");
-    if (put) put = copy_now(adapter_, device_, in_.value().get(), mine.data(), bytes);
+    if (put)
+      put = core::catch_to_status(ErrorCode::kDeviceError, "split: the device adapter", [&] {
+        return copy_now(adapter_, device_, in_.value().get(), mine.data(), bytes);
+      });
     if (!put) {  // take part with no words: every rank's round fails
       const TensorView none = TensorView::of(nullptr, DataType::kI64, 0, device_);
       (void)comm_.all_gather_into(rank_, none, none);
@@ -791,11 +794,20 @@ class WordGather {
         rank_, TensorView::of(in_.value().get(), DataType::kI64, mine.size(), device_),
         TensorView::of(out_.value().get(), DataType::kI64, mine.size() * world, device_)));
     std::vector<std::int64_t> words(mine.size() * world);
-    RUCCL_TRY(copy_now(adapter_, device_, words.data(), out_.value().get(), bytes * world));
+    RUCCL_TRY(core::catch_to_status(ErrorCode::kDeviceError, "split: the device adapter", [&] {
+      return copy_now(adapter_, device_, words.data(), out_.value().get(), bytes * world);
+    }));
     return words;
   }
 
  private:
+  // `words` i64 of device memory (an adapter that throws: its error).
+  Result<std::shared_ptr<void>> allocate(std::size_t words) {
+    return core::catch_to_status(ErrorCode::kDeviceError, "split: the device adapter", [&] {
+      return adapter_.allocate(device_, words * sizeof(std::int64_t));
+    });
+  }
+
   Communicator& comm_;
   DeviceAdapter& adapter_;
   std::size_t rank_;

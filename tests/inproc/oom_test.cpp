@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -137,29 +138,60 @@ class ThrowingAdapter final : public DeviceAdapter {
   std::atomic<bool> armed_{false};
 };
 
+// `body` on every rank of a group over a ThrowingAdapter whose `verb` throws
+// on rank 3 (bad_alloc, or a runtime_error), armed after one good
+// collective, with the code rank 3 must get; then one more good collective.
+void with_armed_rank_3(
+    const char* verb, bool bad_alloc,
+    const std::function<void(Failures&, Communicator&, std::size_t, ErrorCode)>& body) {
+  auto adapter = std::make_shared<ThrowingAdapter>(verb, 3, bad_alloc);
+  auto comm = Communicator::create(host_devices(kRanks), adapter, test_config(kRanks, kTimeout));
+  ASSERT_TRUE(comm.is_ok()) << comm.status().to_string();
+  ASSERT_EQ(run_good(*comm.value(), 1, kElements), "");
+  adapter->arm();
+  const ErrorCode want = bad_alloc ? ErrorCode::kOutOfMemory : ErrorCode::kDeviceError;
+  Failures f;
+  run_ranks(kRanks, f, [&](std::size_t rank) { body(f, *comm.value(), rank, want); });
+  EXPECT_TRUE(f.empty()) << f.report();
+  ASSERT_EQ(run_good(*comm.value(), 2, kElements), "");  // the group goes on
+}
+
 TEST(OutOfMemory, AnAdaptersBadAllocIsOutOfMemoryItsOtherExceptionsDeviceError) {
   for (const char* verb : {"prepare", "begin", "allocate", "reduce", "finish"}) {
     for (bool bad_alloc : {true, false}) {
       SCOPED_TRACE(std::string(verb) + (bad_alloc ? " bad_alloc" : " runtime_error"));
-      auto adapter = std::make_shared<ThrowingAdapter>(verb, 3, bad_alloc);
-      auto comm = Communicator::create(host_devices(kRanks), adapter, test_config(kRanks, kTimeout));
-      ASSERT_TRUE(comm.is_ok()) << comm.status().to_string();
-      ASSERT_EQ(run_good(*comm.value(), 1, kElements), "");
-      adapter->arm();
-      const ErrorCode want = bad_alloc ? ErrorCode::kOutOfMemory : ErrorCode::kDeviceError;
-      Failures f;
-      run_ranks(kRanks, f, [&](std::size_t rank) {
-        const auto t0 = Clock::now();
-        const Status s = sum_on(*comm.value(), rank, kElements);
-        RANK_CHECK(f, rank, s.code() == want, describe(s));
-        RANK_CHECK(f, rank, contains(s.message(), "rank 3"), describe(s));
-        RANK_CHECK(f, rank, contains(s.message(), "collective #1"), describe(s));
-        RANK_CHECK(f, rank, contains(s.message(), bad_alloc ? "out of memory" : "broke"), describe(s));
-        RANK_CHECK(f, rank, Clock::now() - t0 < kPrompt, describe(s));
-      });
-      EXPECT_TRUE(f.empty()) << f.report();
-      ASSERT_EQ(run_good(*comm.value(), 2, kElements), "");  // the group goes on
+      with_armed_rank_3(verb, bad_alloc,
+                        [&](Failures& f, Communicator& comm, std::size_t rank, ErrorCode want) {
+                          const auto t0 = Clock::now();
+                          const Status s = sum_on(comm, rank, kElements);
+                          RANK_CHECK(f, rank, s.code() == want, describe(s));
+                          RANK_CHECK(f, rank, contains(s.message(), "rank 3"), describe(s));
+                          RANK_CHECK(f, rank, contains(s.message(), "collective #1"), describe(s));
+                          RANK_CHECK(f, rank,
+                                     contains(s.message(), bad_alloc ? "out of memory" : "broke"),
+                                     describe(s));
+                          RANK_CHECK(f, rank, Clock::now() - t0 < kPrompt, describe(s));
+                        });
     }
+  }
+}
+
+// A split gathers every rank's entry through the communicator: a rank whose
+// adapter throws while it prepares its words still takes part (with none),
+// so that every rank fails that split at once instead of waiting for it
+// until the deadline; the group goes on.
+TEST(OutOfMemory, ASplitWhoseRankCannotAllocateFailsOnEveryRankAtOnce) {
+  for (bool bad_alloc : {true, false}) {
+    SCOPED_TRACE(bad_alloc ? "bad_alloc" : "runtime_error");
+    with_armed_rank_3("allocate", bad_alloc,
+                      [&](Failures& f, Communicator& comm, std::size_t rank, ErrorCode want) {
+                        const auto t0 = Clock::now();
+                        auto s = comm.split(rank, 0, static_cast<std::int64_t>(rank));
+                        RANK_CHECK(f, rank, !s.is_ok(), "the split succeeded");
+                        if (rank == 3)
+                          RANK_CHECK(f, rank, s.status().code() == want, describe(s.status()));
+                        RANK_CHECK(f, rank, Clock::now() - t0 < kPrompt, describe(s.status()));
+                      });
   }
 }
 
