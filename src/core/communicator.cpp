@@ -8,12 +8,12 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <new>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 #include "core/call_observer.hpp"
 #include "core/catch_to_status.hpp"
@@ -817,30 +817,25 @@ class WordGather {
 };
 
 // The slot claim rounds of a split by colour across processes: all-gathers
-// over the parent, every rank taking part; a rank's group is its colour's
-// members. The first round's slots are those of the entries gathered first.
+// over the parent (`gather`), every rank taking part; a rank's group is its
+// colour's members. The first round's slots are those of `first`, the
+// entries gathered before the rounds.
 class ColourRounds final : public core::SlotRounds {
  public:
-  using Gather = std::function<Result<std::vector<std::int64_t>>(std::span<const std::int64_t>)>;
-  ColourRounds(Gather gather, std::vector<std::size_t> group, std::uint64_t first_used,
-               std::uint32_t seed)
-      : gather_(std::move(gather)),
-        group_(std::move(group)),
-        first_used_(first_used),
-        seed_(seed) {}
+  ColourRounds(WordGather& gather, std::vector<std::size_t> group,
+               const std::vector<core::SplitEntry>& first, std::uint32_t seed)
+      : gather_(gather), group_(std::move(group)), seed_(seed) {
+    first_slots_.reserve(first.size());
+    for (const core::SplitEntry& e : first)
+      first_slots_.push_back(static_cast<std::int64_t>(e.slots));
+  }
 
   Result<std::uint64_t> used_by_group(std::uint64_t mine) override {
-    if (first_) {
-      first_ = false;
-      return first_used_;
-    }
-    const std::int64_t word = static_cast<std::int64_t>(mine);
+    if (!first_slots_.empty()) return or_over_group(std::exchange(first_slots_, {}));
+    const auto word = static_cast<std::int64_t>(mine);
     auto all = gather_(std::span(&word, 1));
     RUCCL_TRY(all);
-    std::uint64_t used = 1;
-    for (std::size_t r : group_)
-      if (r < all.value().size()) used |= static_cast<std::uint64_t>(all.value()[r]);
-    return used;
+    return or_over_group(all.value());
   }
   Result<core::ClaimVerdict> claims(core::SlotClaim c) override {
     const auto word = static_cast<std::int64_t>(c);
@@ -858,11 +853,18 @@ class ColourRounds final : public core::SlotRounds {
   std::uint32_t seed() const override { return seed_; }
 
  private:
-  Gather gather_;
+  // The OR of the group's masks (bit 0, the world's own slot, always set).
+  std::uint64_t or_over_group(const std::vector<std::int64_t>& masks) const {
+    std::uint64_t used = 1;
+    for (std::size_t r : group_)
+      if (r < masks.size()) used |= static_cast<std::uint64_t>(masks[r]);
+    return used;
+  }
+
+  WordGather& gather_;
   std::vector<std::size_t> group_;
-  std::uint64_t first_used_;
+  std::vector<std::int64_t> first_slots_;  // until the first round reads them
   std::uint32_t seed_;
-  bool first_ = true;
 };
 
 constexpr int kSlotClaimTries = 16;  // attempts of a split at claiming a slot
@@ -892,8 +894,7 @@ Result<Communicator::Split> Communicator::split(std::size_t rank, std::int64_t c
     const std::uint64_t seq = m.next_seq[local].load();
     const DeviceId device = m.devices[local];
     constexpr std::size_t kWords = 4;
-    WordGather words_of(*this, *m.adapter, rank, device, kWords);
-    const auto gather = [&](std::span<const std::int64_t> mine) { return words_of(mine); };
+    WordGather gather(*this, *m.adapter, rank, device, kWords);
     const auto finish = [&](const core::SplitPlan& plan) -> Result<Split> {
       auto child = m.split_child(seq, color, plan);
       RUCCL_TRY(child);
@@ -925,15 +926,13 @@ Result<Communicator::Split> Communicator::split(std::size_t rank, std::int64_t c
       plan =
           core::plan_split(entries, color, m.first, m.devices.size(), true, m.remote->max_slots());
     const bool joining = color != kNoColor && plan.is_ok();
-    std::uint64_t used = 1;
     std::vector<std::size_t> group;
     std::uint32_t seed = 0;
     if (joining) {
       group = plan.value().members;
-      for (std::size_t r : group) used |= entries[r].slots;
       seed = static_cast<std::uint32_t>(words.value()[kWords * group.front() + 3]);
     }
-    ColourRounds rounds(gather, std::move(group), used, seed);
+    ColourRounds rounds(gather, std::move(group), entries, seed);
     core::RankSlots holder(*m.remote, local);
     auto slot = core::agree_on_slot(rounds, holder, joining, m.remote->max_slots(), kSlotClaimTries,
                                     "split");

@@ -26,6 +26,7 @@
 #include "mpi_layer/dispatch.hpp"
 #include "mpi_layer/mapping.hpp"
 #include "mpi_layer/registry.hpp"
+#include "ring/schedule.hpp"
 
 namespace ruccl::mpi_layer {
 Status reduce_scatter_parts(Route& r, const void* sendbuf, void* recvbuf, const int* counts,
@@ -42,13 +43,14 @@ Status reduce_scatter_parts(Route& r, const void* sendbuf, void* recvbuf, const 
     if (j == me) before = total;
     total += count(j);
   }
-  // ruccl's balanced split by ruccl rank, in its own elements (a complex MPI
+  // ruccl's balanced split (ring::balanced_range, as its reduce_scatter
+  // cuts a 1-D view) by ruccl rank, in its own elements (a complex MPI
   // element is two).
   const std::size_t elements = total * red.lanes;
   bool balanced = true;
   for (std::size_t k = 0; k < n; ++k)
     balanced = balanced &&
-               count(r.mpi_of_ruccl[k]) * red.lanes == elements / n + (k < elements % n ? 1 : 0);
+               count(r.mpi_of_ruccl[k]) * red.lanes == ring::balanced_range(elements, n, k).count;
   const std::size_t mine = count(me) * es;  // bytes
   const TensorView& out = r.view(1, recvbuf, red.dtype, mine / ds);
   if (balanced && r.identity && sendbuf != MPI_IN_PLACE)
