@@ -4,7 +4,8 @@
 //   agreement  equal shapes and dtype.
 //   layout     work = output [world * count]; the input is copied to the
 //              rank's chunk first.
-//   algorithm  the ring (ring/all_gather.cpp).
+//   algorithm  the ring (ring/all_gather.cpp), or hierarchical: a ring per
+//              level, outermost first (ring/hierarchical_all_gather.cpp).
 #include "collectives/collective.hpp"
 #include "collectives/execution.hpp"
 #include "ring/algorithms.hpp"
@@ -34,6 +35,9 @@ Status setup(Execution& x) {
 Status run(Execution& x, const Levels& levels) {
   std::vector<Range> chunks;
   for (std::size_t r = 0; r < x.world; ++r) chunks.push_back(Range{r * x.geo.count, x.geo.count});
+  std::array<ring::RankRun*, 3> held{};
+  if (auto nested = levels.nested(held); !nested.empty())
+    return ring::hierarchical_all_gather(nested, chunks);
   return ring::ring_all_gather(levels.run, chunks);
 }
 

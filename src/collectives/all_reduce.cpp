@@ -29,12 +29,9 @@ Status setup(Execution& x) {
 
 Status run(Execution& x, const Levels& levels) {
   if (levels.one_shot) return ring::one_shot_all_reduce(levels.run, x.geo.count);
-  if (levels.across != nullptr) {
-    ring::RankRun* const all[] = {levels.local, levels.node, levels.across};
-    ring::RankRun* const two[] = {levels.local, levels.across};
-    return levels.node != nullptr ? ring::hierarchical_all_reduce(all, x.geo.count, 1)
-                                  : ring::hierarchical_all_reduce(two, x.geo.count, 1);
-  }
+  std::array<ring::RankRun*, 3> held{};
+  if (auto nested = levels.nested(held); !nested.empty())
+    return ring::hierarchical_all_reduce(nested, x.geo.count, 1);
   return ring::ring_all_reduce(levels.run, x.geo.count, 1);
 }
 

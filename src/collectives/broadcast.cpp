@@ -5,7 +5,8 @@
 //              value form's receivers take its dtype and shape.
 //   layout     the root sends from its input; the others receive into output.
 //              The root's own copy is made at completion.
-//   algorithm  the pipelined chain (ring/broadcast.cpp).
+//   algorithm  the pipelined chain (ring/broadcast.cpp), or hierarchical: the
+//              chain level by level, outermost first (ring/hierarchical_broadcast.cpp).
 #include "collectives/collective.hpp"
 #include "collectives/execution.hpp"
 #include "ring/algorithms.hpp"
@@ -53,6 +54,9 @@ Status setup(Execution& x) {
 }
 
 Status run(Execution& x, const Levels& levels) {
+  std::array<ring::RankRun*, 3> held{};
+  if (auto nested = levels.nested(held); !nested.empty())
+    return ring::hierarchical_broadcast(nested, x.segments(), x.plan.root);
   return ring::chain_broadcast(levels.run, x.segments(), x.plan.root);
 }
 

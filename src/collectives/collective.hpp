@@ -12,6 +12,7 @@
 // The rules are a table of plain functions, read once per call (rules(kind)).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -40,6 +41,17 @@ struct Levels {
   ring::RankRun* node = nullptr;
   ring::RankRun* across = nullptr;
   bool one_shot = false;  // `run` delivers every rank's input as it was at the start
+
+  // The hierarchy's levels, innermost first (local, node if any, across),
+  // held in `out`; empty without a hierarchy (across null).
+  std::span<ring::RankRun* const> nested(std::array<ring::RankRun*, 3>& out) const {
+    if (across == nullptr) return {};
+    std::size_t n = 0;
+    out[n++] = local;
+    if (node != nullptr) out[n++] = node;
+    out[n++] = across;
+    return {out.data(), n};
+  }
 };
 
 struct CollectiveRules {

@@ -2,9 +2,11 @@
 //   checks     the op must be reducible; the root must index the world; the
 //              root's output holds as many elements as the input.
 //   agreement  equal shapes, dtype, op and root (rank 0's root must index the world).
-//   layout     root: work = output; chain head: its input only; others:
-//              work = scratch for the partial sums.
-//   algorithm  the pipelined chain (ring/reduce.cpp).
+//   layout     root: work = output; chain head: its input only; others (in
+//              a hierarchy every rank but the root): work = scratch for the
+//              partial sums.
+//   algorithm  the pipelined chain (ring/reduce.cpp), or hierarchical: the
+//              chain level by level, innermost first (ring/hierarchical_reduce.cpp).
 #include "collectives/collective.hpp"
 #include "collectives/execution.hpp"
 #include "ring/algorithms.hpp"
@@ -51,13 +53,20 @@ Status setup(Execution& x) {
     if (x.world == 1) RUCCL_TRY(x.copy(work.value(), x.req.in.data, n));
     return x.use(work.value(), n);
   }
-  if (ring::reduce_position(x.rank, x.plan.root, x.world) == 0) return Status::ok();  // head
+  // The flat chain's head reads only its input; in a hierarchy every rank but
+  // the root may hold partial sums on their way up.
+  if (x.job.algorithm != Algorithm::kHierarchical &&
+      ring::reduce_position(x.rank, x.plan.root, x.world) == 0)
+    return Status::ok();
   auto work = x.scratch(n);
   RUCCL_TRY(work);
   return x.use(work.value(), n);
 }
 
 Status run(Execution& x, const Levels& levels) {
+  std::array<ring::RankRun*, 3> held{};
+  if (auto nested = levels.nested(held); !nested.empty())
+    return ring::hierarchical_reduce(nested, x.segments(), x.plan.root);
   return ring::chain_reduce(levels.run, x.segments(), x.plan.root);
 }
 

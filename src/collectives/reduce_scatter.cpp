@@ -4,7 +4,8 @@
 //   layout     work = scratch (the input itself if in place: the output is the
 //              rank's shard of the input); the rank's shard is copied out at
 //              the end. No copy of the input first, except with a world of one.
-//   algorithm  the ring (ring/reduce_scatter.cpp).
+//   algorithm  the ring (ring/reduce_scatter.cpp), or hierarchical: a ring per
+//              level, innermost first (ring/hierarchical_reduce_scatter.cpp).
 #include "collectives/collective.hpp"
 #include "collectives/execution.hpp"
 #include "ring/algorithms.hpp"
@@ -28,8 +29,11 @@ Status setup(Execution& x) {
 }
 
 Status run(Execution& x, const Levels& levels) {
-  return ring::ring_reduce_scatter(levels.run,
-                                   ring::balanced_ranges(x.geo.rows, x.world, x.geo.unit));
+  const std::vector<Range> shards = ring::balanced_ranges(x.geo.rows, x.world, x.geo.unit);
+  std::array<ring::RankRun*, 3> held{};
+  if (auto nested = levels.nested(held); !nested.empty())
+    return ring::hierarchical_reduce_scatter(nested, shards);
+  return ring::ring_reduce_scatter(levels.run, shards);
 }
 
 Status complete(Execution& x, std::optional<Shape>& shape) {

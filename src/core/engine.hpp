@@ -46,9 +46,9 @@ struct RankJob {
   std::size_t world = 0;
   // The step executor; null: the in-process executor (pulls through the adapter).
   ring::RankRun* run = nullptr;
-  // All-reduce only: the inter-process ring of this rank's local index. Set,
-  // the all-reduce is hierarchical: its local levels run in-process over the
-  // local group (rank = local seat), its middle level over `across`.
+  // The hierarchy's level across processes (or nodes) of this rank's local
+  // index. Set, the collective is hierarchical: its local level runs
+  // in-process over the local group (rank = local seat), the next over `across`.
   ring::RankRun* across = nullptr;
   // With `across` on a world spanning nodes: the ring across this node's
   // processes of this rank's local index, between the local level and

@@ -67,6 +67,9 @@ std::optional<std::size_t> parse_bytes(std::string_view s) {
   return v << shift;
 }
 
+// The collectives written over a hierarchy's levels (src/ring/hierarchical_*.cpp).
+bool hierarchical_kind(CollectiveKind kind) { return kind != CollectiveKind::kAllToAllV; }
+
 void add(AlgorithmTable& t, CollectiveKind kind, Algorithm a, std::size_t lo = 0,
          std::size_t hi = SIZE_MAX) {
   t.rules.push_back({kind, lo, hi, a});
@@ -148,8 +151,9 @@ AlgorithmTable make_table(const Config& config) {
   const std::size_t one_shot_end = one_shot == SIZE_MAX ? SIZE_MAX : one_shot + 1;
   const bool hierarchical = config.global_strategy() == GlobalStrategy::kHierarchical;
   // Hierarchical: whatever can stay in this process does; a small all-reduce
-  // rides with the fingerprints; a larger one reads local memory in-process
-  // around a ring across processes; every other transfer is a UCX message.
+  // rides with the fingerprints; a larger one and the other collectives but
+  // the all-to-all-v run level by level (in-process, the node's shared memory, across processes or
+  // nodes over UCX); every other transfer is a UCX message.
   // Flat ring: every transfer is a message, a small all-reduce's included.
   for (CollectiveKind kind : kKinds) {
     if (hierarchical) add(t, kind, Algorithm::kInProcess);
@@ -162,10 +166,10 @@ AlgorithmTable make_table(const Config& config) {
       add(t, kind, Algorithm::kNodeMailbox, 0,
           std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
     }
-    if (kind == CollectiveKind::kAllReduce) {
-      if (one_shot > 0) add(t, kind, Algorithm::kOneShot, 0, one_shot_end);
-      if (hierarchical) add(t, kind, Algorithm::kHierarchical);
-    }
+    if (kind == CollectiveKind::kAllReduce && one_shot > 0)
+      add(t, kind, Algorithm::kOneShot, 0, one_shot_end);
+    // Level by level (all but the all-to-all-v).
+    if (hierarchical && hierarchical_kind(kind)) add(t, kind, Algorithm::kHierarchical);
     add(t, kind, Algorithm::kFlatRing);
   }
   return t;
@@ -186,7 +190,7 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
     case Algorithm::kFlatRing: return topo.remote;
     case Algorithm::kHierarchical:
       // A level below the ring across: this process's ranks, or its node's.
-      return topo.remote && call.kind == CollectiveKind::kAllReduce && topo.world > topo.local &&
+      return topo.remote && hierarchical_kind(call.kind) && topo.world > topo.local &&
              (topo.local > 1 || (topo.node > topo.local && topo.world > topo.node));
     case Algorithm::kOneShot:
       // The other ranks' inputs, which a rank holds at once, must fit the

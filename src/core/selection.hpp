@@ -19,8 +19,8 @@
 // e.g. RUCCL_ALGO='flat_ring;all_reduce:0-4k:@one_shot#4k-inf:@flat_ring'.
 // <collective> is a collective_name() (all_reduce, reduce, broadcast,
 // all_gather, reduce_scatter, all_to_all_v); <algorithm> an algorithm_name().
-// A forced algorithm that cannot run where it is asked (hierarchical for a
-// broadcast, one_shot for device buffers) falls through to the next rule.
+// A forced algorithm that cannot run where it is asked (hierarchical for an
+// all-to-all-v, one_shot for device buffers) falls through to the next rule.
 #pragma once
 
 #include <cstddef>
@@ -43,8 +43,9 @@ enum class Algorithm : std::uint8_t {
   // The collective's src/ring algorithm with every step a transport message
   // (TransportRun), also between ranks of one process.
   kFlatRing,
-  // All-reduce: the local levels in-process, the middle level over the ring
-  // across processes of each local index (ring/hierarchical_all_reduce.cpp).
+  // Every collective but the all-to-all-v: the local level in-process, a
+  // node level through the node's shared memory where the world spans nodes,
+  // then across processes or nodes over UCX (ring/hierarchical_*.cpp).
   kHierarchical,
   // All-reduce: each rank's input rides with its fingerprint; the sum is
   // taken over the delivered inputs (ring/one_shot_all_reduce.cpp).
@@ -65,7 +66,7 @@ struct Topology {
   bool host_buffers = true;   // the ranks' buffers are host memory
   bool node_mailbox = false;  // every rank of the world shares this node's mailboxes
   // Ranks of this node, where the world spans nodes that each share memory
-  // between their processes (a hierarchical all-reduce gets a node level);
+  // between their processes (a hierarchical collective gets a node level);
   // 0: no node level.
   std::size_t node = 0;
 };

@@ -29,6 +29,23 @@ Status ring_all_reduce(RankRun& run, std::size_t units, std::size_t unit);
 // all-gather over the level.
 Status hierarchical_all_reduce(std::span<RankRun* const> levels, std::size_t units,
                                std::size_t unit);
+// Hierarchical broadcast and reduce over the same `levels` (see
+// hierarchical_broadcast.cpp, hierarchical_reduce.cpp): pipelined chains
+// level by level along the root's column, outermost first for a broadcast,
+// innermost first for a reduce. `root` is a rank of the whole, whose ranks
+// are numbered innermost level first (ring::level_coordinates).
+Status hierarchical_broadcast(std::span<RankRun* const> levels, std::span<const Range> segments,
+                              std::size_t root);
+Status hierarchical_reduce(std::span<RankRun* const> levels, std::span<const Range> segments,
+                           std::size_t root);
+// Hierarchical all-gather and reduce-scatter over the same `levels` (see
+// hierarchical_all_gather.cpp, hierarchical_reduce_scatter.cpp): blocks[g] is
+// rank g's block (numbered innermost level first); a ring per level, each
+// chunk the blocks ring::level_blocks names, outermost level first for an
+// all-gather (rank g starts with block g), innermost first for a
+// reduce-scatter (rank g ends with the sum of block g).
+Status hierarchical_all_gather(std::span<RankRun* const> levels, std::span<const Range> blocks);
+Status hierarchical_reduce_scatter(std::span<RankRun* const> levels, std::span<const Range> blocks);
 // One-shot all-reduce of `count` elements for small tensors (one step of
 // latency): every rank reduces all n inputs itself, in rank order. Needs an
 // executor that delivers the inputs as they were when the collective began

@@ -1,12 +1,18 @@
 #include "ring/passes.hpp"
 
+#include <string>
 #include <vector>
 
 namespace ruccl::ring {
 
-Status ring_pass(RankRun& run, std::span<const Range> chunks,
-                 RingStep (*pattern)(std::size_t, std::size_t, std::size_t), Combine combine,
-                 Source first_source) {
+namespace {
+
+// The ring pass over chunks that are each a list of ranges: `chunk(i)` is
+// chunk i's (a span of Range).
+template <typename Chunk>
+Status ring_pass_of(RankRun& run, Chunk chunk,
+                    RingStep (*pattern)(std::size_t, std::size_t, std::size_t), Combine combine,
+                    Source first_source) {
   const std::size_t world = run.world();
   const std::size_t rank = run.rank();
   std::vector<Transfer> sends;
@@ -14,15 +20,33 @@ Status ring_pass(RankRun& run, std::span<const Range> chunks,
   for (std::size_t step = 0; step + 1 < world; ++step) {
     const RingStep s = pattern(rank, world, step);
     const Source source = step == 0 ? first_source : Source::kSend;
-    const Range out = chunks[s.send_chunk];
-    const Range in = chunks[s.recv_chunk];
     sends.clear();
     recvs.clear();
-    append_messages(sends, ring_next(rank, world), out, out.offset, run.message_elements(), source);
-    append_messages(recvs, ring_prev(rank, world), in, in.offset, run.message_elements(), source);
+    for (const Range& out : chunk(s.send_chunk))
+      append_messages(sends, ring_next(rank, world), out, out.offset, run.message_elements(),
+                      source);
+    for (const Range& in : chunk(s.recv_chunk))
+      append_messages(recvs, ring_prev(rank, world), in, in.offset, run.message_elements(), source);
     RUCCL_TRY(run.step(sends, recvs, combine));
   }
   return Status::ok();
+}
+
+}  // namespace
+
+Status ring_pass(RankRun& run, std::span<const Range> chunks,
+                 RingStep (*pattern)(std::size_t, std::size_t, std::size_t), Combine combine,
+                 Source first_source) {
+  return ring_pass_of(
+      run, [&](std::size_t i) { return chunks.subspan(i, 1); }, pattern, combine, first_source);
+}
+
+Status ring_pass(RankRun& run, std::span<const std::vector<Range>> chunks,
+                 RingStep (*pattern)(std::size_t, std::size_t, std::size_t), Combine combine,
+                 Source first_source) {
+  return ring_pass_of(
+      run, [&](std::size_t i) { return std::span<const Range>(chunks[i]); }, pattern, combine,
+      first_source);
 }
 
 Status chain_pass(RankRun& run, std::span<const Range> segments, std::size_t root,
@@ -49,6 +73,25 @@ Status chain_pass(RankRun& run, std::span<const Range> segments, std::size_t roo
     RUCCL_TRY(run.step(sends, recvs, combine));
   }
   return Status::ok();
+}
+
+LevelGrid level_grid(std::span<RankRun* const> levels) {
+  LevelGrid g;
+  for (const RankRun* level : levels) {
+    g.worlds.push_back(level->world());
+    g.mine.push_back(level->rank());
+    g.ranks *= level->world();
+  }
+  return g;
+}
+
+Result<std::vector<std::size_t>> root_coordinates(std::span<RankRun* const> levels,
+                                                  std::size_t root, const char* what) {
+  std::vector<std::size_t> at = level_coordinates(root, level_grid(levels).worlds);
+  if (levels.empty() || at.size() != levels.size())
+    return Status(ErrorCode::kInternal, std::string(what) + ": root " + std::to_string(root) +
+                                            " is not a rank of its levels");
+  return at;
 }
 
 }  // namespace ruccl::ring

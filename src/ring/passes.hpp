@@ -3,7 +3,10 @@
 // into per-step messages cut to the byte budget.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <span>
+#include <vector>
 
 #include "ring/rank_run.hpp"
 #include "ring/schedule.hpp"
@@ -18,10 +21,36 @@ Status ring_pass(RankRun& run, std::span<const Range> chunks,
                  RingStep (*pattern)(std::size_t, std::size_t, std::size_t), Combine combine,
                  Source first_source);
 
+// The same over chunks of several ranges each (chunks[i]: chunk i's ranges,
+// all of which move at the steps chunk i moves).
+Status ring_pass(RankRun& run, std::span<const std::vector<Range>> chunks,
+                 RingStep (*pattern)(std::size_t, std::size_t, std::size_t), Combine combine,
+                 Source first_source);
+
 // A chain pass: segments flow one hop per step along the chain from `root`
 // (root_is_head: broadcast) or towards it (reduce). The chain's head reads
 // `head_source`; every other position forwards from its send buffer.
 Status chain_pass(RankRun& run, std::span<const Range> segments, std::size_t root,
                   bool root_is_head, Combine combine, Source head_source);
+
+// Nested levels of a hierarchy, innermost first: their worlds, this rank's
+// coordinates (its rank in each) and the ranks of the whole (the product).
+struct LevelGrid {
+  std::vector<std::size_t> worlds;
+  std::vector<std::size_t> mine;
+  std::size_t ranks = 1;
+};
+LevelGrid level_grid(std::span<RankRun* const> levels);
+// The coordinates of rank `root` of the whole in `levels`
+// (ring::level_coordinates); kInternal, naming `what`, when it is none of
+// their ranks or there are no levels.
+Result<std::vector<std::size_t>> root_coordinates(std::span<RankRun* const> levels,
+                                                  std::size_t root, const char* what);
+// The phase mark of level `depth` of `levels`: names[0] the innermost's,
+// names[2] the outermost's, names[1] one between.
+inline const char* level_phase(const std::array<const char*, 3>& names, std::size_t depth,
+                               std::size_t levels) {
+  return depth + 1 == levels ? names[2] : depth == 0 ? names[0] : names[1];
+}
 
 }  // namespace ruccl::ring

@@ -1,5 +1,6 @@
 #include "ring/schedule.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace ruccl::ring {
@@ -42,6 +43,44 @@ std::size_t reduce_position(std::size_t rank, std::size_t root, std::size_t worl
 std::size_t chain_rank(std::size_t position, std::size_t root, std::size_t world,
                        bool root_is_head) {
   return root_is_head ? (root + position) % world : (root + 1 + position) % world;
+}
+
+std::vector<std::size_t> level_coordinates(std::size_t rank, std::span<const std::size_t> worlds) {
+  std::vector<std::size_t> c;
+  c.reserve(worlds.size());
+  for (std::size_t w : worlds) {
+    if (w == 0) return {};
+    c.push_back(rank % w);
+    rank /= w;
+  }
+  if (rank != 0) return {};
+  return c;
+}
+
+std::size_t rooted_levels(std::span<const std::size_t> mine, std::span<const std::size_t> root) {
+  const std::size_t n = std::min(mine.size(), root.size());
+  std::size_t levels = n == 0 ? 0 : 1;
+  while (levels < n && mine[levels - 1] == root[levels - 1]) ++levels;
+  return levels;
+}
+
+std::vector<std::size_t> level_blocks(std::span<const std::size_t> mine,
+                                      std::span<const std::size_t> worlds, std::size_t level,
+                                      std::size_t member) {
+  std::vector<std::size_t> out;
+  if (level >= worlds.size() || mine.size() != worlds.size() || member >= worlds[level]) return out;
+  // The rank's coordinates below `level`, then `member`, as a rank of the
+  // levels up to `level`; every combination of the levels above on top.
+  std::size_t low = 0, stride = 1;
+  for (std::size_t j = 0; j <= level; ++j) {
+    low += (j == level ? member : mine[j]) * stride;
+    stride *= worlds[j];
+  }
+  std::size_t above = 1;
+  for (std::size_t j = level + 1; j < worlds.size(); ++j) above *= worlds[j];
+  out.reserve(above);
+  for (std::size_t h = 0; h < above; ++h) out.push_back(low + h * stride);
+  return out;
 }
 
 std::size_t chain_steps(std::size_t world, std::size_t segments) {

@@ -54,6 +54,30 @@ std::optional<std::size_t> chain_send_segment(std::size_t position, std::size_t 
                                               std::size_t segments, std::size_t step);
 std::optional<std::size_t> chain_recv_segment(std::size_t position, std::size_t world,
                                               std::size_t segments, std::size_t step);
+// Nested levels of a hierarchy, innermost first (those of the hierarchical
+// algorithms: this process's ranks, the node's processes of one local index,
+// the ranks of one index across processes or nodes): rank r of the whole has
+// coordinate c[i] at level i (its rank in its level-i group), with
+// r = c[0] + worlds[0] * (c[1] + worlds[1] * (c[2] + ...)). Empty when
+// r lies outside the product of the worlds (or a world is 0).
+std::vector<std::size_t> level_coordinates(std::size_t rank, std::span<const std::size_t> worlds);
+// The levels a rank takes part in for a collective rooted at `root` (both as
+// coordinates), innermost first: level i iff the rank shares the root's
+// coordinates at every level below i, i.e. levels 0 .. result-1. Every rank
+// takes part in level 0; a group of level i takes part as a whole, and its
+// member with the root's coordinate i is the one that takes part in level i+1.
+std::size_t rooted_levels(std::span<const std::size_t> mine, std::span<const std::size_t> root);
+// The ranks of the whole (ascending) whose blocks member `member` of this
+// rank's level-`level` group handles in a hierarchical all-gather or
+// reduce-scatter: those with this rank's coordinates (`mine`) at every level
+// below `level`, `member` at `level`, and any above. An all-gather runs the
+// levels outermost first: before level i a rank holds the blocks of the ranks
+// that share its coordinates up to i, after it those that share them below i.
+// A reduce-scatter runs them innermost first, each level reducing the
+// member's blocks of the level below among the group.
+std::vector<std::size_t> level_blocks(std::span<const std::size_t> mine,
+                                      std::span<const std::size_t> worlds, std::size_t level,
+                                      std::size_t member);
 // Segments of at most `segment_units` units each, covering `units` units.
 std::vector<Range> segment_ranges(std::size_t units, std::size_t segment_units, std::size_t unit = 1);
 

@@ -4,7 +4,9 @@
 //
 // Modes:
 //   allreduce-loop [ITERS] [COUNT]   all-reduces of COUNT f32 (default 1 Mi = 4 MiB) back
-//                                    to back until an error or ITERS (default 100000)
+//                                    to back until an error or ITERS (default 100000);
+//                                    RUCCL_FAULT_KIND=all_gather|broadcast|reduce|
+//                                    reduce_scatter loops over that collective instead
 //   mismatch op|count|dtype|root|bcast-senders|order|dims
 //                                    one good all-reduce (#0), then collective #1 where
 //                                    rank 1 deviates; every rank must get the typed error
@@ -15,7 +17,8 @@
 // (segment_bytes 0): the other processes must learn of it through creation.
 //
 // Creation prints, on success and on failure alike, one line per process:
-//   CREATE rank=<MPI rank from the launcher's environment> status=<ErrorCode name> ms=<creation ms> msg="<message>"
+//   CREATE rank=<MPI rank from the launcher's environment> status=<ErrorCode name> ms=<creation ms>
+//   msg="<message>"
 //
 // Every rank prints exactly one machine-readable line that the scripts parse:
 //   RESULT rank=<g> status=<ErrorCode name> ms=<ms> seq=<K> iters=<n> at=<epoch ms> msg="<message>"
@@ -109,31 +112,64 @@ void write_file(const std::string& dir, const std::string& name, const std::stri
 // ---------------------------------------------------------------- allreduce-loop
 
 // Returns true when the loop ended in an error (a fault was seen).
+// RUCCL_FAULT_KIND: the collective of the loop, all_reduce (the default),
+// all_gather (also RUCCL_FAULT_GATHER=1: the lean path's direct form for
+// copies), broadcast or reduce (from rank 0), reduce_scatter. Every input
+// element is 1; every element a rank gets is 1 (copies) or the world (sums).
+CollectiveKind loop_kind() {
+  const char* gather = std::getenv("RUCCL_FAULT_GATHER");
+  if (gather != nullptr && std::string(gather) == "1") return CollectiveKind::kAllGather;
+  const char* kind = std::getenv("RUCCL_FAULT_KIND");
+  const std::string k = kind != nullptr ? kind : "";
+  for (CollectiveKind c : {CollectiveKind::kAllGather, CollectiveKind::kBroadcast,
+                           CollectiveKind::kReduce, CollectiveKind::kReduceScatter})
+    if (k == collective_name(c)) return c;
+  return CollectiveKind::kAllReduce;
+}
+
 bool allreduce_loop(Communicator& comm, std::size_t local, const Options& opt) {
   const std::size_t rank = comm.first_rank() + local;
   const std::uint64_t iters = opt.args.size() > 0 ? std::strtoull(opt.args[0].c_str(), nullptr, 10) : 100000;
   const std::size_t count = opt.args.size() > 1 ? std::strtoull(opt.args[1].c_str(), nullptr, 10) : (1u << 20);
-  // RUCCL_FAULT_GATHER=1: all-gathers instead (every element 1 either way),
-  // the lean path's direct form for copies.
-  const char* gather_env = std::getenv("RUCCL_FAULT_GATHER");
-  const bool gather = gather_env != nullptr && std::string(gather_env) == "1";
-  const std::size_t out_count = gather ? count * comm.world_size() : count;
-  std::vector<float> data(count, 1.0f), out(out_count);
+  const CollectiveKind kind = loop_kind();
+  const std::size_t world = comm.world_size();
+  // reduce_scatter: this rank's balanced shard (the first count % world ranks one more).
+  const std::size_t shard = count / world + (rank < count % world ? 1 : 0);
+  const std::size_t out_count = kind == CollectiveKind::kAllGather       ? count * world
+                                : kind == CollectiveKind::kReduceScatter ? shard
+                                                                         : count;
+  std::vector<float> data(count, 1.0f), out(std::max<std::size_t>(out_count, 1));
   const DeviceId dev = comm.devices()[local];
   const TensorView in = TensorView::of(data.data(), DataType::kF32, count, dev);
   const TensorView ov = TensorView::of(out.data(), DataType::kF32, out_count, dev);
-  const float want = gather ? 1.0f : float(comm.world_size());
+  const bool copies = kind == CollectiveKind::kAllGather || kind == CollectiveKind::kBroadcast;
+  const float want = copies ? 1.0f : float(world);
+  const bool checked = out_count > 0 && (kind != CollectiveKind::kReduce || rank == 0);
   auto last_ok = Clock::now();
   for (std::uint64_t i = 0; i < iters; ++i) {
     const std::uint64_t seq = comm.next_sequence(rank);
-    Status s = gather ? comm.all_gather_into(rank, in, ov)
-                      : comm.all_reduce_into(rank, in, ov, ReduceOp::kSum);
+    out[0] = out[out.size() - 1] = -1.0f;
+    Status s;
+    switch (kind) {
+      case CollectiveKind::kAllGather: s = comm.all_gather_into(rank, in, ov); break;
+      case CollectiveKind::kBroadcast:
+        s = comm.broadcast_into(rank, rank == 0 ? &in : nullptr, ov);
+        break;
+      case CollectiveKind::kReduce: s = comm.reduce_into(rank, in, ov, ReduceOp::kSum, 0); break;
+      case CollectiveKind::kReduceScatter:
+        s = comm.reduce_scatter_into(rank, in, ov, ReduceOp::kSum);
+        break;
+      default: s = comm.all_reduce_into(rank, in, ov, ReduceOp::kSum); break;
+    }
     if (!s) {
       print_result(rank, s, ms_since(last_ok), seq, i);
       return true;
     }
-    if (out[0] != want || out[out_count - 1] != want) {
-      print_result(rank, Status(ErrorCode::kInternal, "wrong all-reduce result"), 0, seq, i);
+    if (checked && (out[0] != want || out[out_count - 1] != want)) {
+      print_result(rank,
+                   Status(ErrorCode::kInternal,
+                          std::string("wrong ") + std::string(collective_name(kind)) + " result"),
+                   0, seq, i);
       return true;
     }
     last_ok = Clock::now();

@@ -10,6 +10,8 @@
 #            die; rank 3, its partner in the ring across nodes, sees its
 #            endpoint fail; rank 2 hears of it from them.
 #   exit@1   the same at the second step (the ring across nodes).
+#   kinds    the same for a loop of all-gathers, reduce-scatters, broadcasts
+#            and reduces (RUCCL_FAULT_KIND), level by level too (see below).
 # In both exit cases every survivor must report PeerFailure in #5 naming rank 1,
 # within 1 s (plus scheduling slack) of its last good collective, under a
 # RUCCL_TIMEOUT of 10 s: a survivor that only times out fails the test (and
@@ -78,6 +80,39 @@ for step in 0 1; do
     [ "$seq" = 5 ] || fail "exit@$step: rank $r: failed in collective #$seq, expected #5"
     grep -Eq "rank 1([^0-9]|\$)" <<<"$msg" || fail "exit@$step: rank $r: the message does not name rank 1"
     [ "$ms" -le $bound_ms ] || fail "exit@$step: rank $r: the error came ${ms} ms after its last collective"
+  done
+  [ $failed -eq $before ] || show "$log"
+done
+# The other collectives level by level (node level, then across; ring/
+# hierarchical_*.cpp): a rank exits as collective #5's first step starts.
+# All-gather and reduce-scatter: rank 1, on whose blocks every rank waits,
+# so every survivor fails #5. Broadcast and reduce (root 0): rank 2, node 1's
+# rank on the root's column (it takes the tensor across and hands it on, or
+# gathers its node's sums and sends them across); a survivor that has
+# everything it needs without rank 2 completes #5 and fails #6.
+for kind in all_gather reduce_scatter broadcast reduce; do
+  victim=1 seqs="5"
+  case $kind in broadcast|reduce) victim=2 seqs="5 6" ;; esac
+  log=$work/$kind rc=0
+  t0=$(now_ms)
+  job "$log" 12 --enable-recovery --mca orte_abort_on_non_zero_status 0 \
+    -x RUCCL_TIMEOUT=10 -x RUCCL_FAULT_KIND=$kind -x RUCCL_DEBUG=TRACE \
+    -x RUCCL_FAULT="exit:rank=$victim,seq=5,step=0" -- \
+    "$worker" allreduce-loop 20 262147 || rc=$?
+  echo "$kind exit of rank $victim: job rc $rc after $(($(now_ms) - t0)) ms"
+  grep -q "node level through the node's shared memory (2 processes)" "$log.err" ||
+    fail "$kind: no rank ran the node level"
+  before=$failed
+  for r in 0 1 2 3; do
+    [ $r -eq $victim ] && continue
+    line=$(result_line "$log.out" $r)
+    [ -n "$line" ] || { fail "$kind: rank $r printed no RESULT"; continue; }
+    status=$(field "$line" status) ms=$(field "$line" ms) seq=$(field "$line" seq) msg=$(message "$line")
+    echo "$kind: rank $r: $status in #$seq after ${ms} ms: ${msg:0:160}"
+    [ "$status" = PeerFailure ] || fail "$kind: rank $r: status $status, expected PeerFailure"
+    [[ " $seqs " == *" $seq "* ]] || fail "$kind: rank $r: failed in collective #$seq, expected #${seqs// / or #}"
+    grep -Eq "rank $victim([^0-9]|\$)" <<<"$msg" || fail "$kind: rank $r: the message does not name rank $victim"
+    [ "$ms" -le $bound_ms ] || fail "$kind: rank $r: the error came ${ms} ms after its last collective"
   done
   [ $failed -eq $before ] || show "$log"
 done

@@ -223,6 +223,191 @@ TEST(ChainSchedule, ReduceBringsEveryContributionToTheRoot) {
   }
 }
 
+// Grids of nested levels (innermost first) the hierarchical algorithms run
+// over: one process of several ranks, processes of one rank, nodes of
+// processes of ranks, and levels of one rank anywhere.
+const std::vector<std::vector<std::size_t>> kGrids = {{1},       {4},       {2, 3},    {3, 2},
+                                                      {1, 3},    {3, 1},    {2, 2, 2}, {3, 1, 2},
+                                                      {1, 2, 3}, {2, 3, 2}, {1, 1, 1}};
+
+std::size_t grid_ranks(const std::vector<std::size_t>& worlds) {
+  std::size_t n = 1;
+  for (std::size_t w : worlds) n *= w;
+  return n;
+}
+
+// The ranks of `rank`'s level-`level` group: those with its coordinates at
+// every other level, in the order of their coordinate at `level`.
+std::vector<std::size_t> group_of(std::size_t rank, const std::vector<std::size_t>& worlds,
+                                  std::size_t level) {
+  const std::vector<std::size_t> mine = level_coordinates(rank, worlds);
+  std::vector<std::size_t> group(worlds[level], SIZE_MAX);
+  for (std::size_t r = 0; r < grid_ranks(worlds); ++r) {
+    const std::vector<std::size_t> c = level_coordinates(r, worlds);
+    bool same = true;
+    for (std::size_t j = 0; j < worlds.size(); ++j) same = same && (j == level || c[j] == mine[j]);
+    if (same) group[c[level]] = r;
+  }
+  return group;
+}
+
+TEST(LevelCoordinates, EveryRankHasItsOwnAndNeighboursDifferInnermostFirst) {
+  for (const auto& worlds : kGrids) {
+    const std::size_t n = grid_ranks(worlds);
+    std::set<std::vector<std::size_t>> seen;
+    for (std::size_t r = 0; r < n; ++r) {
+      SCOPED_TRACE(where(n, r));
+      const std::vector<std::size_t> c = level_coordinates(r, worlds);
+      ASSERT_EQ(c.size(), worlds.size());
+      for (std::size_t i = 0; i < c.size(); ++i) EXPECT_LT(c[i], worlds[i]);
+      EXPECT_TRUE(seen.insert(c).second) << "two ranks with one set of coordinates";
+      // The next rank is the next one of the innermost level that is not full.
+      if (r + 1 < n) {
+        const std::vector<std::size_t> d = level_coordinates(r + 1, worlds);
+        std::size_t i = 0;
+        while (c[i] + 1 == worlds[i]) EXPECT_EQ(d[i++], 0u);
+        EXPECT_EQ(d[i], c[i] + 1);
+        for (std::size_t j = i + 1; j < c.size(); ++j) EXPECT_EQ(d[j], c[j]);
+      }
+    }
+    EXPECT_TRUE(level_coordinates(n, worlds).empty()) << "a rank past the grid";
+  }
+  EXPECT_TRUE(level_coordinates(0, std::vector<std::size_t>{2, 0}).empty());
+}
+
+// A broadcast along rooted_levels, outermost level first: a group takes part
+// as a whole, its member with the root's coordinate holds the tensor by then,
+// and at the end every rank does.
+TEST(RootedLevels, ABroadcastOutermostFirstReachesEveryRankOnce) {
+  for (const auto& worlds : kGrids) {
+    const std::size_t n = grid_ranks(worlds);
+    for (std::size_t root = 0; root < n; ++root) {
+      SCOPED_TRACE(where(n, root, worlds.size()));
+      const std::vector<std::size_t> rc = level_coordinates(root, worlds);
+      std::vector<bool> has(n, false);
+      has[root] = true;
+      std::vector<std::size_t> received(n, 0);
+      for (std::size_t level = worlds.size(); level-- > 0;) {
+        for (std::size_t r = 0; r < n; ++r) {
+          const std::vector<std::size_t> group = group_of(r, worlds, level);
+          if (group[0] != r) continue;  // each group once, from its first member
+          const bool part = rooted_levels(level_coordinates(r, worlds), rc) > level;
+          for (std::size_t m : group)
+            EXPECT_EQ(rooted_levels(level_coordinates(m, worlds), rc) > level, part)
+                << "a group takes part in level " << level << " only in part";
+          if (!part) continue;
+          const std::size_t head = group[rc[level]];
+          ASSERT_TRUE(has[head]) << "level " << level << ": rank " << head
+                                 << " sends before it received";
+          for (std::size_t m : group)
+            if (m != head) has[m] = true, ++received[m];
+        }
+      }
+      for (std::size_t r = 0; r < n; ++r) {
+        EXPECT_TRUE(has[r]) << "rank " << r << " never received";
+        EXPECT_EQ(received[r], r == root ? 0u : 1u) << "rank " << r;
+      }
+      EXPECT_EQ(rooted_levels(rc, rc), worlds.size()) << "the root takes part everywhere";
+    }
+  }
+}
+
+// A reduce along rooted_levels, innermost level first: each taking part
+// group folds its members' contributions into the member with the root's
+// coordinate, and the root ends with every rank's contribution exactly once.
+TEST(RootedLevels, AReduceInnermostFirstBringsEveryContributionToTheRootOnce) {
+  for (const auto& worlds : kGrids) {
+    const std::size_t n = grid_ranks(worlds);
+    for (std::size_t root = 0; root < n; ++root) {
+      SCOPED_TRACE(where(n, root, worlds.size()));
+      const std::vector<std::size_t> rc = level_coordinates(root, worlds);
+      std::vector<std::multiset<std::size_t>> held(n);
+      for (std::size_t r = 0; r < n; ++r) held[r] = {r};
+      for (std::size_t level = 0; level < worlds.size(); ++level) {
+        for (std::size_t r = 0; r < n; ++r) {
+          const std::vector<std::size_t> group = group_of(r, worlds, level);
+          if (group[0] != r || rooted_levels(level_coordinates(r, worlds), rc) <= level) continue;
+          const std::size_t tail = group[rc[level]];
+          for (std::size_t m : group) {
+            if (m == tail) continue;
+            held[tail].insert(held[m].begin(), held[m].end());
+            held[m].clear();
+          }
+        }
+      }
+      std::multiset<std::size_t> all;
+      for (std::size_t r = 0; r < n; ++r) all.insert(r);
+      EXPECT_EQ(held[root], all);
+    }
+  }
+}
+
+// Hierarchical all-gather, outermost level first: in each group member m
+// brings its chunk (level_blocks), which it holds, every member sees the
+// same chunks, they do not overlap, and at the end every rank holds every block.
+TEST(LevelBlocks, AnAllGatherOutermostFirstGivesEveryRankEveryBlock) {
+  for (const auto& worlds : kGrids) {
+    const std::size_t n = grid_ranks(worlds);
+    SCOPED_TRACE(where(n, worlds.size()));
+    std::vector<std::set<std::size_t>> held(n);
+    for (std::size_t r = 0; r < n; ++r) held[r] = {r};
+    for (std::size_t level = worlds.size(); level-- > 0;) {
+      auto next = held;
+      for (std::size_t r = 0; r < n; ++r) {
+        const std::vector<std::size_t> group = group_of(r, worlds, level);
+        std::set<std::size_t> gathered;
+        for (std::size_t m = 0; m < group.size(); ++m) {
+          const auto chunk = level_blocks(level_coordinates(r, worlds), worlds, level, m);
+          EXPECT_EQ(chunk, level_blocks(level_coordinates(group[m], worlds), worlds, level, m))
+              << "rank " << r << " and its member " << group[m] << " see different chunks";
+          for (std::size_t b : chunk) {
+            EXPECT_EQ(held[group[m]].count(b), 1u) << "member " << group[m] << " sends block " << b
+                                                   << " it does not hold (level " << level << ")";
+            EXPECT_TRUE(gathered.insert(b).second) << "block " << b << " in two chunks";
+          }
+        }
+        next[r].insert(gathered.begin(), gathered.end());
+      }
+      held = std::move(next);
+    }
+    for (std::size_t r = 0; r < n; ++r) EXPECT_EQ(held[r].size(), n) << "rank " << r;
+  }
+}
+
+// Hierarchical reduce-scatter, innermost level first: member m of each group
+// folds the group's partial sums of its chunk's blocks; at the end rank r's
+// block r holds every rank's contribution exactly once.
+TEST(LevelBlocks, AReduceScatterInnermostFirstLeavesEachRankTheSumOfItsBlock) {
+  for (const auto& worlds : kGrids) {
+    const std::size_t n = grid_ranks(worlds);
+    SCOPED_TRACE(where(n, worlds.size()));
+    // sums[r][b]: the contributions in rank r's partial sum of block b.
+    std::vector<std::vector<std::multiset<std::size_t>>> sums(
+        n, std::vector<std::multiset<std::size_t>>(n));
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t b = 0; b < n; ++b) sums[r][b] = {r};
+    for (std::size_t level = 0; level < worlds.size(); ++level) {
+      auto next = sums;
+      for (std::size_t r = 0; r < n; ++r) {
+        const std::vector<std::size_t> group = group_of(r, worlds, level);
+        const std::size_t me = level_coordinates(r, worlds)[level];
+        for (std::size_t b : level_blocks(level_coordinates(r, worlds), worlds, level, me)) {
+          next[r][b].clear();
+          for (std::size_t m : group) next[r][b].insert(sums[m][b].begin(), sums[m][b].end());
+        }
+      }
+      sums = std::move(next);
+    }
+    std::multiset<std::size_t> all;
+    for (std::size_t r = 0; r < n; ++r) all.insert(r);
+    for (std::size_t r = 0; r < n; ++r) EXPECT_EQ(sums[r][r], all) << "rank " << r;
+  }
+  EXPECT_TRUE(
+      level_blocks(std::vector<std::size_t>{0, 0}, std::vector<std::size_t>{2, 2}, 2, 0).empty());
+  EXPECT_TRUE(
+      level_blocks(std::vector<std::size_t>{0, 0}, std::vector<std::size_t>{2, 2}, 0, 2).empty());
+}
+
 TEST(SegmentRanges, CoverInFullSegments) {
   for (std::size_t units : {0u, 1u, 2u, 7u, 64u, 100u, 1001u}) {
     for (std::size_t seg : {1u, 2u, 3u, 64u, 5000u}) {

@@ -47,9 +47,12 @@ TEST(Selection, HierarchicalDefaults) {
             Algorithm::kHierarchical);
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), world(2, 2)),
             Algorithm::kHierarchical);
+  // Every other collective but the all-to-all-v level by level too.
   for (CollectiveKind kind : kAll) {
     if (kind == CollectiveKind::kAllReduce) continue;
-    EXPECT_EQ(pick(c, call(kind, 8), world(2, 2)), Algorithm::kFlatRing) << collective_name(kind);
+    EXPECT_EQ(pick(c, call(kind, 8), world(2, 2)),
+              kind == CollectiveKind::kAllToAllV ? Algorithm::kFlatRing : Algorithm::kHierarchical)
+        << collective_name(kind);
   }
   // One rank per process: no hierarchy, the flat ring.
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), world(3, 1)), Algorithm::kFlatRing);
@@ -59,12 +62,20 @@ TEST(Selection, HierarchicalDefaults) {
 TEST(Selection, ANodeLevelMakesOneRankPerProcessHierarchical) {
   const Config c;
   // 2 nodes x 2 processes x 1 rank, with a node level: hierarchical above the
-  // one-shot's sizes; other collectives keep the flat ring.
+  // one-shot's sizes; the other collectives at every size, but the
+  // all-to-all-v, which keeps the flat ring.
   Topology t = world(4, 1);
   t.node = 2;
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), t), Algorithm::kHierarchical);
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), t), Algorithm::kOneShot);
-  EXPECT_EQ(pick(c, call(CollectiveKind::kReduce, 1 << 20), t), Algorithm::kFlatRing);
+  for (CollectiveKind kind : kAll) {
+    if (kind == CollectiveKind::kAllReduce) continue;
+    for (std::size_t bytes : {std::size_t{0}, std::size_t{8}, std::size_t{1} << 20})
+      EXPECT_EQ(pick(c, call(kind, bytes), t), kind == CollectiveKind::kAllToAllV
+                                                   ? Algorithm::kFlatRing
+                                                   : Algorithm::kHierarchical)
+          << collective_name(kind) << " " << bytes;
+  }
   // The flat strategy keeps the flat ring.
   EXPECT_EQ(pick(Config().with_global_strategy(GlobalStrategy::kFlatRing),
                  call(CollectiveKind::kAllReduce, 1 << 20), t),
@@ -216,10 +227,13 @@ TEST(Selection, ForcedRulesComeFirstAndFallThroughWhereInfeasible) {
   EXPECT_EQ(pick(c, call(CollectiveKind::kReduce, 8), world(1, 2)), Algorithm::kInProcess);
   // Without a transport, nothing forced can run: in-process.
   EXPECT_EQ(pick(c, call(CollectiveKind::kBroadcast, 8), in_process(2)), Algorithm::kInProcess);
-  // A hierarchical broadcast does not exist: the defaults decide.
+  // A hierarchical all-to-all-v does not exist: the defaults decide. Nor
+  // does a hierarchy of one rank per process without a node level.
   Config h;
-  h.with_algorithm("broadcast:@hierarchical");
-  EXPECT_EQ(pick(h, call(CollectiveKind::kBroadcast, 8), world(2, 2)), Algorithm::kFlatRing);
+  h.with_algorithm("all_to_all_v:@hierarchical;broadcast:@hierarchical");
+  EXPECT_EQ(pick(h, call(CollectiveKind::kAllToAllV, 8), world(2, 2)), Algorithm::kFlatRing);
+  EXPECT_EQ(pick(h, call(CollectiveKind::kBroadcast, 8), world(2, 2)), Algorithm::kHierarchical);
+  EXPECT_EQ(pick(h, call(CollectiveKind::kBroadcast, 8), world(3, 1)), Algorithm::kFlatRing);
   // A forced one-shot of device buffers falls to the next rule.
   Config o;
   o.with_algorithm("all_reduce:@one_shot#@in_process");
