@@ -169,7 +169,9 @@ AlgorithmTable make_table(const Config& config) {
     if (kind == CollectiveKind::kAllReduce && one_shot > 0)
       add(t, kind, Algorithm::kOneShot, 0, one_shot_end);
     // Level by level (all but the all-to-all-v).
-    if (hierarchical && hierarchical_kind(kind)) add(t, kind, Algorithm::kHierarchical);
+    if (hierarchical && hierarchical_kind(kind))
+      add(t, kind, Algorithm::kHierarchical,
+          kind == CollectiveKind::kBroadcast ? kHierarchicalBroadcastBytes : 0);
     add(t, kind, Algorithm::kFlatRing);
   }
   return t;

@@ -407,6 +407,14 @@ bool prepare_tests(int& argc, char** argv, Bootstrap& world) {
         return false;
       }
       strategy = s == "flat_ring" ? GlobalStrategy::kFlatRing : GlobalStrategy::kHierarchical;
+    } else if (arg == "--hierarchical-everywhere") {
+      // Every collective that has a hierarchical form takes it at every size
+      // (ahead of the lean path's small sizes), as across nodes: the
+      // factory's Config::from_env reads RUCCL_ALGO.
+      ::setenv("RUCCL_ALGO",
+               "broadcast:@hierarchical;reduce:@hierarchical;all_gather:@hierarchical;"
+               "reduce_scatter:@hierarchical;all_reduce:@hierarchical",
+               1);
     } else {
       argv[kept++] = argv[i];  // gtest's
     }

@@ -47,13 +47,19 @@ TEST(Selection, HierarchicalDefaults) {
             Algorithm::kHierarchical);
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), world(2, 2)),
             Algorithm::kHierarchical);
-  // Every other collective but the all-to-all-v level by level too.
+  // Every other collective but the all-to-all-v level by level too (a
+  // broadcast from kHierarchicalBroadcastBytes).
   for (CollectiveKind kind : kAll) {
     if (kind == CollectiveKind::kAllReduce) continue;
+    const bool flat = kind == CollectiveKind::kAllToAllV || kind == CollectiveKind::kBroadcast;
     EXPECT_EQ(pick(c, call(kind, 8), world(2, 2)),
-              kind == CollectiveKind::kAllToAllV ? Algorithm::kFlatRing : Algorithm::kHierarchical)
+              flat ? Algorithm::kFlatRing : Algorithm::kHierarchical)
         << collective_name(kind);
   }
+  EXPECT_EQ(pick(c, call(CollectiveKind::kBroadcast, kHierarchicalBroadcastBytes - 1), world(2, 2)),
+            Algorithm::kFlatRing);
+  EXPECT_EQ(pick(c, call(CollectiveKind::kBroadcast, kHierarchicalBroadcastBytes), world(2, 2)),
+            Algorithm::kHierarchical);
   // One rank per process: no hierarchy, the flat ring.
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), world(3, 1)), Algorithm::kFlatRing);
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), world(3, 1)), Algorithm::kOneShot);
@@ -62,19 +68,21 @@ TEST(Selection, HierarchicalDefaults) {
 TEST(Selection, ANodeLevelMakesOneRankPerProcessHierarchical) {
   const Config c;
   // 2 nodes x 2 processes x 1 rank, with a node level: hierarchical above the
-  // one-shot's sizes; the other collectives at every size, but the
-  // all-to-all-v, which keeps the flat ring.
+  // one-shot's sizes; the other collectives at every size (a broadcast from
+  // kHierarchicalBroadcastBytes), but the all-to-all-v, which keeps the flat ring.
   Topology t = world(4, 1);
   t.node = 2;
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 1 << 20), t), Algorithm::kHierarchical);
   EXPECT_EQ(pick(c, call(CollectiveKind::kAllReduce, 8), t), Algorithm::kOneShot);
   for (CollectiveKind kind : kAll) {
     if (kind == CollectiveKind::kAllReduce) continue;
-    for (std::size_t bytes : {std::size_t{0}, std::size_t{8}, std::size_t{1} << 20})
-      EXPECT_EQ(pick(c, call(kind, bytes), t), kind == CollectiveKind::kAllToAllV
-                                                   ? Algorithm::kFlatRing
-                                                   : Algorithm::kHierarchical)
+    for (std::size_t bytes : {std::size_t{0}, std::size_t{8}, std::size_t{1} << 20}) {
+      const bool flat = kind == CollectiveKind::kAllToAllV ||
+                        (kind == CollectiveKind::kBroadcast && bytes < kHierarchicalBroadcastBytes);
+      EXPECT_EQ(pick(c, call(kind, bytes), t),
+                flat ? Algorithm::kFlatRing : Algorithm::kHierarchical)
           << collective_name(kind) << " " << bytes;
+    }
   }
   // The flat strategy keeps the flat ring.
   EXPECT_EQ(pick(Config().with_global_strategy(GlobalStrategy::kFlatRing),

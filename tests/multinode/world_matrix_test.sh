@@ -1,0 +1,40 @@
+#!/bin/bash
+# ctest label multinode: the world test matrix's collective tests (every
+# collective, root, dtype, op and form; zero and odd counts; budgets) across
+# simulated hosts, where every collective but the all-to-all-v runs level by
+# level (ring/hierarchical_*.cpp) at every size: in-process, the node's shared
+# memory (a node level where a host has several processes), UCX/tcp across.
+#   world_matrix_test.sh <ruccl_mpi_world_matrix binary>
+# Shapes (hosts x processes per host x devices per process): 2x2x1 and 2x2x2
+# (with a node level), 3x1x2 (local and across levels only).
+# Exit 0 pass, 1 fail, 77 skip (prints "SKIP: <reason>").
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=netns_lab.sh
+source "$here/netns_lab.sh"
+[ $# -eq 1 ] || { echo "usage: $0 <ruccl_mpi_world_matrix>" >&2; exit 2; }
+bin=$1
+[ -x "$bin" ] || { echo "no executable $bin" >&2; exit 1; }
+filter='*Collectives*:*Budget*:*AllReduce.*:*AllToAllV*'
+lab_preflight
+trap lab_down EXIT
+trap 'exit 130' INT TERM
+failed=0
+for shape in "2 2 1" "2 2 2" "3 1 2"; do
+  read -r hosts ppn dev <<<"$shape"
+  lab_down
+  lab_up "$hosts" || { echo "FAIL: lab_up $hosts"; exit 1; }
+  log=$(mktemp /tmp/ruccl-world-matrix-netns.XXXXXX)
+  rc=0
+  lab_mpirun "$ppn" 100 -- "$bin" --devices-per-process "$dev" --gtest_brief=1 \
+    --gtest_filter="$filter" >"$log" 2>&1 || rc=$?
+  summary=$(grep -m1 -E '\[  PASSED  \]|\[  FAILED  \]' "$log" | sed 's/\x1b\[[0-9;]*m//g' || true)
+  echo "${hosts} hosts x ${ppn} processes x ${dev} devices: rc=$rc ${summary:-no summary}"
+  if [ $rc -ne 0 ] || ! grep -q 'PASSED' "$log"; then
+    failed=1
+    tail -n 40 "$log"
+  fi
+  rm -f "$log"
+done
+[ $failed -eq 0 ] && echo "world_matrix_test: PASSED" || echo "world_matrix_test: FAILED"
+exit $failed
