@@ -13,7 +13,8 @@
 #                   (the ring's memory traffic at this run's memcpy speed).
 #   3. netns        2 simulated hosts (network namespaces, UCX over TCP):
 #                   2 x 1 process x 2 devices, --algo both (hierarchical vs flat);
-#                   2 x 2 processes x 1 device, --algo both with the peers.
+#                   2 x 2 processes x 1 device, --algo both with the peers;
+#                   netns-colls: 2 x 2 x 1, every collective, --algo both.
 #                   Needs root; skipped with a message otherwise.
 #
 # Assumes ruccl-perf is built (./test.sh or cmake --build build). Environment:
@@ -128,6 +129,10 @@ if [[ $skip != *" netns "* ]]; then
     run netns-2x2x1 "$netns" -t 240 2 2 -- "$perf" --world --devices-per-process 1 --algo both \
       ${p:+--peers "$p"} --coll all_reduce -b 8 -e "$netns_max" -f 8 "${netns_common[@]}" \
       --label netns-2x2x1 --json "$out/netns-2x2x1.json" --csv "$out/netns-2x2x1.csv"
+    # Every collective (hierarchical, flat ring interleaved; the tables only,
+    # not the all-reduce plots).
+    run netns-colls "$netns" -t 600 2 2 -- "$perf" --world --devices-per-process 1 --algo both \
+      --coll all -b 8 -e "$netns_max" -f 8 "${netns_common[@]}" --label netns-colls
     for f in netns-2x1x2 netns-2x2x1; do [ -s "$out/$f.json" ] && jsons+=("$out/$f.json"); done
   fi
 fi
