@@ -58,7 +58,7 @@ struct CallOptions {
 // wire and the rank's own buffers, counted from what the executor really
 // allocated (the most held at once during the collective), not from a formula:
 //   - in-process (every rank in this process, and the local levels of a
-//     hierarchical all-reduce): 0. A rank reads its peer's range straight from
+//     hierarchical collective): 0. A rank reads its peer's range straight from
 //     the peer's memory, so nothing is staged and the budget cuts nothing.
 //   - across processes, host buffers (and device buffers UCX moves itself):
 //     copies land in place (all_gather, broadcast, all_to_all_v: 0); a

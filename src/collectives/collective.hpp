@@ -31,9 +31,9 @@ class Execution;  // collectives/execution.hpp
 
 // The step executors one rank's algorithm runs over (engine.cpp builds them
 // from the chosen Algorithm): `run` spans the algorithm's whole world; for a
-// hierarchical all-reduce, `local` is this process's level, `node` (or null)
-// the ring across this node's processes of this rank's local index, and
-// `across` the ring across processes (or, with `node`, across nodes) of this
+// hierarchical collective, `local` is this process's level, `node` (or null)
+// the group across this node's processes of this rank's local index, and
+// `across` the group across processes (or, with `node`, across nodes) of this
 // rank's index.
 struct Levels {
   ring::RankRun& run;

@@ -32,7 +32,7 @@ struct Executors {
   // Runs the algorithm over every rank of the world. Null: the whole world is
   // in this process, and the in-process executor runs it.
   std::unique_ptr<ring::RankRun> run;
-  // Set for a hierarchical all-reduce: the ring across processes of this
+  // Set for a hierarchical collective: the group across processes of this
   // rank's local index (engine.hpp, RankJob::across).
   std::unique_ptr<ring::RankRun> across;
   // With `across`, on a world spanning nodes that share memory within each:

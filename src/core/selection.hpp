@@ -43,9 +43,10 @@ enum class Algorithm : std::uint8_t {
   // The collective's src/ring algorithm with every step a transport message
   // (TransportRun), also between ranks of one process.
   kFlatRing,
-  // Every collective but the all-to-all-v: the local level in-process, a
-  // node level through the node's shared memory where the world spans nodes,
-  // then across processes or nodes over UCX (ring/hierarchical_*.cpp).
+  // Every collective but the all-to-all-v: the local level in-process, then
+  // across processes (through the node's channels when the world is on one
+  // node, else over UCX), with a node level through the node's shared memory
+  // between the two where the world spans nodes (ring/hierarchical_*.cpp).
   kHierarchical,
   // All-reduce: each rank's input rides with its fingerprint; the sum is
   // taken over the delivered inputs (ring/one_shot_all_reduce.cpp).

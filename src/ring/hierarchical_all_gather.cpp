@@ -11,8 +11,9 @@
 // node's blocks leave it once per other node, every rank of the node sending
 // its share, and the node's processes exchange the rest through the node's
 // shared memory, the last hops in-process. Before each level below the
-// outermost, its ranks agree on the outcome of the levels above
-// (RankRun::share), so that a failure there reaches every rank.
+// outermost, its ranks pass on the outcome of the levels above
+// (RankRun::share: a barrier in-process; between processes the node's and the
+// transport's failure notices), so that a failure there reaches every rank.
 #include "ring/algorithms.hpp"
 #include "ring/passes.hpp"
 #include "ring/schedule.hpp"

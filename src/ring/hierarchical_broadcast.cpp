@@ -11,10 +11,15 @@
 // run the chain from their member that holds the tensor. So each byte crosses
 // between nodes once per node and between the processes of a node once per
 // process, and the last hops read another thread's memory in-process. A rank
-// that is not in the column of a level takes no part in it; before a level's
-// chain its ranks agree on the outcome of the levels above (RankRun::share),
-// so that a failure there reaches every rank below it. Every rank forwards
-// from its send buffer: the root's input, everyone else's output.
+// that is not in the column of a level takes no part in it (ring::rooted_levels);
+// before a level's chain its ranks pass on the outcome of the levels above
+// (RankRun::share: a barrier in-process; between processes a failure travels
+// as the node's and the transport's failure notices, which end the waits of
+// the chain below), so that a failure there reaches every rank below it. The
+// levels run a round of at most kRoundSegments segments at a time
+// (ring/passes.hpp): a rank off the column waits for no more than a round of
+// the levels above at one step's deadline. Every rank forwards from its send
+// buffer: the root's input, everyone else's output.
 #include "ring/algorithms.hpp"
 #include "ring/passes.hpp"
 #include "ring/schedule.hpp"
@@ -26,25 +31,27 @@ constexpr std::array<const char*, 3> kPhases = {"local broadcast", "node broadca
                                                 "broadcast across"};
 
 // Levels depth.. of a rank that takes part in level `depth`.
-Status levels_broadcast(std::span<RankRun* const> levels, std::span<const std::size_t> root,
+Status levels_broadcast(std::span<RankRun* const> levels, const RootColumn& column,
                         std::size_t depth, std::span<const Range> segments) {
   RankRun& level = *levels[depth];
   if (depth + 1 < levels.size()) {
     Status above = Status::ok();
-    if (level.rank() == root[depth]) above = levels_broadcast(levels, root, depth + 1, segments);
+    if (depth + 1 < column.levels) above = levels_broadcast(levels, column, depth + 1, segments);
     RUCCL_TRY(level.share(std::move(above)));
   }
   levels.front()->phase(level_phase(kPhases, depth, levels.size()));
-  return chain_broadcast(level, segments, root[depth]);
+  return chain_broadcast(level, segments, column.root[depth]);
 }
 
 }  // namespace
 
 Status hierarchical_broadcast(std::span<RankRun* const> levels, std::span<const Range> segments,
                               std::size_t root) {
-  auto at = root_coordinates(levels, root, "hierarchical broadcast");
-  RUCCL_TRY(at);
-  return levels_broadcast(levels, at.value(), 0, segments);
+  auto column = root_column(levels, root, "hierarchical broadcast");
+  RUCCL_TRY(column);
+  return in_rounds(segments, [&](std::span<const Range> round) {
+    return levels_broadcast(levels, column.value(), 0, round);
+  });
 }
 
 }  // namespace ruccl::ring

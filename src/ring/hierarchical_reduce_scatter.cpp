@@ -9,8 +9,10 @@
 // outermost leaves each rank the full sum of its own block. The first level
 // with more than one rank reduces the inputs, the ones above the partial sums
 // in the buffer. Each byte of a node's partial sums leaves it once. After the
-// levels above returned, a level's ranks agree on their outcome
-// (RankRun::share), so that a failure there reaches every rank of the level.
+// levels above returned, a level's ranks pass on their outcome
+// (RankRun::share: a barrier in-process; between processes the failure
+// notices end the peers' waits, and a rank whose own rings succeeded may
+// return ok and fail its next collective).
 #include "ring/algorithms.hpp"
 #include "ring/passes.hpp"
 #include "ring/schedule.hpp"

@@ -85,13 +85,15 @@ LevelGrid level_grid(std::span<RankRun* const> levels) {
   return g;
 }
 
-Result<std::vector<std::size_t>> root_coordinates(std::span<RankRun* const> levels,
-                                                  std::size_t root, const char* what) {
-  std::vector<std::size_t> at = level_coordinates(root, level_grid(levels).worlds);
-  if (levels.empty() || at.size() != levels.size())
+Result<RootColumn> root_column(std::span<RankRun* const> levels, std::size_t root,
+                               const char* what) {
+  const LevelGrid grid = level_grid(levels);
+  RootColumn c{level_coordinates(root, grid.worlds), 0};
+  if (levels.empty() || c.root.size() != levels.size())
     return Status(ErrorCode::kInternal, std::string(what) + ": root " + std::to_string(root) +
                                             " is not a rank of its levels");
-  return at;
+  c.levels = rooted_levels(grid.mine, c.root);
+  return c;
 }
 
 }  // namespace ruccl::ring

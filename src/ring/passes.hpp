@@ -3,6 +3,7 @@
 // into per-step messages cut to the byte budget.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <span>
@@ -41,11 +42,33 @@ struct LevelGrid {
   std::size_t ranks = 1;
 };
 LevelGrid level_grid(std::span<RankRun* const> levels);
-// The coordinates of rank `root` of the whole in `levels`
-// (ring::level_coordinates); kInternal, naming `what`, when it is none of
-// their ranks or there are no levels.
-Result<std::vector<std::size_t>> root_coordinates(std::span<RankRun* const> levels,
-                                                  std::size_t root, const char* what);
+// A rooted collective over `levels`: the root's coordinates in them
+// (ring::level_coordinates), and how many of them, innermost first, this rank
+// takes part in (ring::rooted_levels).
+struct RootColumn {
+  std::vector<std::size_t> root;
+  std::size_t levels = 0;
+};
+// kInternal, naming `what`, when `root` is none of the levels' ranks or there
+// are no levels.
+Result<RootColumn> root_column(std::span<RankRun* const> levels, std::size_t root,
+                               const char* what);
+// A rooted hierarchical collective runs its levels a round at a time, each
+// round at most kRoundSegments of its pipeline segments (at least one round,
+// also of none), so that a rank off the root's column, which waits through
+// the levels above at one step's deadline, never waits for more than a
+// round's worth of them (8 x RUCCL_SEGMENT_BYTES).
+inline constexpr std::size_t kRoundSegments = 8;
+template <typename Round>
+Status in_rounds(std::span<const Range> segments, Round round) {
+  std::size_t first = 0;
+  do {
+    const std::size_t n = std::min(kRoundSegments, segments.size() - first);
+    RUCCL_TRY(round(segments.subspan(first, n)));
+    first += n;
+  } while (first < segments.size());
+  return Status::ok();
+}
 // The phase mark of level `depth` of `levels`: names[0] the innermost's,
 // names[2] the outermost's, names[1] one between.
 inline const char* level_phase(const std::array<const char*, 3>& names, std::size_t depth,

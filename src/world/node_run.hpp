@@ -1,6 +1,6 @@
 // NodeRun: the step executor of a collective whose ranks all share this node
 // (every rank of the world on one node, RUCCL_INTRA_NODE_TRANSPORT=shm), or
-// of the node level of a hierarchical all-reduce across nodes (this node's
+// of the node level of a hierarchical collective across nodes (this node's
 // processes), so that the src/ring algorithms run unchanged over shared
 // memory instead of UCX.
 //

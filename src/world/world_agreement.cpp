@@ -40,7 +40,8 @@ namespace {
 using transport::Clock;
 constexpr std::uint32_t kDataComm = 0;     // tag comm field of algorithm messages
 constexpr std::uint32_t kControlComm = 1;  // ... of fingerprint messages
-constexpr std::uint32_t kAcrossComm = 2;   // ... of a hierarchical all-reduce's inter-process rings
+constexpr std::uint32_t kAcrossComm =
+    2;  // ... of a hierarchical collective's groups across processes
 // Messages between processes carry at most this much even under a larger byte
 // budget: a reducing step combines each message while it is still in cache
 // (np=2 all-reduce of 16 MiB on the development VM: 1 MiB pieces ran 0.87-0.90
@@ -529,7 +530,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     return plan;
   }
 
-  // Ranks of this node, when a hierarchical all-reduce runs a node level.
+  // Ranks of this node, when the hierarchical collectives run a node level.
   std::size_t node_level_ranks() const override {
     return node_level_ ? mailbox_->shape().ranks : 0;
   }
@@ -873,9 +874,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   }
 
   // The executors of the chosen algorithm: kInProcess none (the in-process
-  // executor), kOneShot the delivered inputs, kHierarchical the ring across
-  // processes of this rank's local index (the local levels run in-process),
-  // kFlatRing a UCX message for every transfer.
+  // executor), kOneShot the delivered inputs, kHierarchical the group across
+  // processes (or nodes, with a node level between) of this rank's local
+  // index (the local level runs in-process), kFlatRing a message for every
+  // transfer (through the node's channels when the world is this node).
   core::Executors executors(std::size_t local, std::uint64_t seq, core::Algorithm algorithm,
                             CollectiveKind kind, Work& work, DeviceAdapter& adapter,
                             const core::Plan& plan, std::chrono::milliseconds timeout) override {
@@ -1082,7 +1084,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   const std::size_t first_;
   const std::size_t world_;
   const std::size_t nodes_;
-  // A hierarchical all-reduce runs a node level (make_world_remote_ranks).
+  // The hierarchical collectives run a node level (make_world_remote_ranks).
   const bool node_level_;
   // Which messages on the node's channels go as addresses (NodeRunOptions).
   const bool direct_all_;

@@ -307,7 +307,7 @@ Result<world::NodeMemory> world::share_node_memory(bootstrap::Bootstrap& boot,
   shape.slot_bytes = world::wire_words(world) * sizeof(std::uint64_t) + kNodeFusedBytes;
   shape.lean_bytes = kNodeLeanHeader + kNodeLeanBytes;
   // The data of larger collectives too (world::NodeRun), up to kChannelRanks:
-  // all of them when the world is this node, a hierarchical all-reduce's
+  // all of them when the world is this node, the hierarchical collectives'
   // node level when it spans nodes.
   if (shape.ranks <= node::kChannelRanks) {
     shape.channel_slots = node::kChannelSlots;

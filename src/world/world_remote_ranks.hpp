@@ -21,8 +21,8 @@ namespace ruccl::world {
 // `mailbox`: the node's shared memory (null: none); when the world is one
 // node (`nodes` == 1), fingerprints and small inputs travel through it instead
 // of UCX. `node_level`: the world spans nodes whose segments all carry
-// channels, each node with as many processes (NodeMemory::node_level): a
-// hierarchical all-reduce runs a node level. `faults` is the communicator's
+// channels, each node with as many processes (NodeMemory::node_level): the
+// hierarchical collectives run a node level. `faults` is the communicator's
 // fault plan (drop/corrupt faults act in the executors).
 std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
     std::unique_ptr<std::atomic<bool>> abort_flag, std::unique_ptr<bootstrap::Bootstrap> boot,

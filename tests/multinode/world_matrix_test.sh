@@ -2,8 +2,9 @@
 # ctest label multinode: the world test matrix's collective tests (every
 # collective, root, dtype, op and form; zero and odd counts; budgets) across
 # simulated hosts, where every collective but the all-to-all-v runs level by
-# level (ring/hierarchical_*.cpp) at every size: in-process, the node's shared
-# memory (a node level where a host has several processes), UCX/tcp across.
+# level (ring/hierarchical_*.cpp; a broadcast from 512 B): in-process, the
+# node's shared memory (a node level where a host has several processes),
+# UCX/tcp across. The TRACE lines must show each of them level by level.
 #   world_matrix_test.sh <ruccl_mpi_world_matrix binary>
 # Shapes (hosts x processes per host x devices per process): 2x2x1 and 2x2x2
 # (with a node level), 3x1x2 (local and across levels only).
@@ -26,13 +27,24 @@ for shape in "2 2 1" "2 2 2" "3 1 2"; do
   lab_up "$hosts" || { echo "FAIL: lab_up $hosts"; exit 1; }
   log=$(mktemp /tmp/ruccl-world-matrix-netns.XXXXXX)
   rc=0
-  lab_mpirun "$ppn" 100 -- "$bin" --devices-per-process "$dev" --gtest_brief=1 \
-    --gtest_filter="$filter" >"$log" 2>&1 || rc=$?
+  lab_mpirun "$ppn" 100 -x RUCCL_DEBUG=TRACE -- "$bin" --devices-per-process "$dev" \
+    --gtest_brief=1 --gtest_filter="$filter" >"$log" 2>&1 || rc=$?
   summary=$(grep -m1 -E '\[  PASSED  \]|\[  FAILED  \]' "$log" | sed 's/\x1b\[[0-9;]*m//g' || true)
   echo "${hosts} hosts x ${ppn} processes x ${dev} devices: rc=$rc ${summary:-no summary}"
-  if [ $rc -ne 0 ] || ! grep -q 'PASSED' "$log"; then
+  ok=1
+  [ $rc -eq 0 ] && grep -q 'PASSED' "$log" || ok=0
+  # The path they took (the TRACE line of each collective): level by level,
+  # with a node level where a host has several processes.
+  for kind in broadcast reduce all_gather reduce_scatter; do
+    grep -Eq "$kind #[0-9]+ [0-9]+ bytes \(hierarchical\) done" "$log" ||
+      { echo "no $kind ran level by level"; ok=0; }
+  done
+  if [ "$ppn" -gt 1 ] && ! grep -q "node level through the node's shared memory" "$log"; then
+    echo "no collective ran a node level"; ok=0
+  fi
+  if [ $ok = 0 ]; then
     failed=1
-    tail -n 40 "$log"
+    grep -v ' TRACE ' "$log" | tail -n 40
   fi
   rm -f "$log"
 done

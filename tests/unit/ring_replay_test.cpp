@@ -100,6 +100,14 @@ class RecordingRun final : public RankRun {
   std::size_t message_elements() const override { return max_; }
   Status step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
               Combine combine) override;
+  // With barrier_share (a level whose share is a barrier, as in-process), a
+  // share counts as an empty step: a rank that shares once more or less than
+  // its group's others fails the replay as one that steps so.
+  Status share(Status mine) override {
+    if (barrier_share) (void)step({}, {}, Combine::kCopy);
+    return mine;
+  }
+  bool barrier_share = false;
 
  private:
   Replay& replay_;
@@ -367,13 +375,14 @@ void replay_ring(Ring kind, const Shape& sh, bool in_place) {
          std::string(names[static_cast<int>(kind)]) + (in_place ? " in place " : " ") + sh.name());
 }
 
-// Hierarchical all-reduce over N nodes x P processes x D local ranks (global
-// (n * P + p) * D + d). One node: two levels (local, across processes); more:
-// three (local, the node's processes, across nodes).
-void replay_hierarchical(std::size_t N, std::size_t P, std::size_t D, const Shape& sh,
-                         bool in_place) {
-  const std::size_t n = sh.units * sh.unit, w = N * P * D;
-  Replay rp(w, sh.unit, sh.max);
+// The groups of N nodes x P processes x D local ranks (global rank
+// (n * P + p) * D + d): per process its local ranks (local[n * P + p]), per
+// node and local index its processes (node[n * D + d]), per process and local
+// index the nodes (across[p * D + d]).
+struct LevelGroups {
+  std::vector<std::size_t> local, node, across;
+};
+LevelGroups level_groups(Replay& rp, std::size_t N, std::size_t P, std::size_t D) {
   auto rank = [&](std::size_t node, std::size_t p, std::size_t d) {
     return (node * P + p) * D + d;
   };
@@ -382,16 +391,29 @@ void replay_hierarchical(std::size_t N, std::size_t P, std::size_t D, const Shap
     for (std::size_t i = 0; i < size; ++i) m.push_back(member(i));
     return rp.add_group(m);
   };
-  std::vector<std::size_t> local(N * P), node(N * D), across(P * D);
+  LevelGroups g{std::vector<std::size_t>(N * P), std::vector<std::size_t>(N * D),
+                std::vector<std::size_t>(P * D)};
   for (std::size_t k = 0; k < N; ++k)
     for (std::size_t p = 0; p < P; ++p)
-      local[k * P + p] = group([&](std::size_t d) { return rank(k, p, d); }, D);
+      g.local[k * P + p] = group([&](std::size_t d) { return rank(k, p, d); }, D);
   for (std::size_t k = 0; k < N; ++k)
     for (std::size_t d = 0; d < D; ++d)
-      node[k * D + d] = group([&](std::size_t p) { return rank(k, p, d); }, P);
+      g.node[k * D + d] = group([&](std::size_t p) { return rank(k, p, d); }, P);
   for (std::size_t p = 0; p < P; ++p)
     for (std::size_t d = 0; d < D; ++d)
-      across[p * D + d] = group([&](std::size_t k) { return rank(k, p, d); }, N);
+      g.across[p * D + d] = group([&](std::size_t k) { return rank(k, p, d); }, N);
+  return g;
+}
+
+// Hierarchical all-reduce over N nodes x P processes x D local ranks (global
+// (n * P + p) * D + d). One node: two levels (local, across processes); more:
+// three (local, the node's processes, across nodes).
+void replay_hierarchical(std::size_t N, std::size_t P, std::size_t D, const Shape& sh,
+                         bool in_place) {
+  const std::size_t n = sh.units * sh.unit, w = N * P * D;
+  Replay rp(w, sh.unit, sh.max);
+  const LevelGroups groups = level_groups(rp, N, P, D);
+  const std::vector<std::size_t>&local = groups.local, &node = groups.node, &across = groups.across;
   rp.fill(n);
   for (std::size_t g = 0; g < w; ++g) {
     RankState& s = rp.states[g];
@@ -551,6 +573,115 @@ TEST(RingReplay, PairwiseAllToAllV) {
       for (std::size_t b : budgets())
         for (std::size_t most : {std::size_t{0}, std::size_t{1}, w - 1, 2 * w + 3, std::size_t{61}})
           replay_all_to_all_v(Shape{w, 0, unit, b * unit}, most);
+}
+
+// ---- the level-by-level collectives (ring/hierarchical_*.cpp) ---------------
+// N nodes x P processes x D devices, ranks numbered innermost level first;
+// with one node the levels are local and across processes (no node level).
+enum class HKind { kBroadcast, kReduce, kAllGather, kReduceScatter };
+void replay_hier_coll(HKind kind, std::size_t N, std::size_t P, std::size_t D, const Shape& sh,
+                      std::size_t root, bool in_place, std::size_t segment_units) {
+  const std::size_t w = N * P * D;
+  const std::size_t per = sh.units * sh.unit;  // all-gather: each rank's block
+  const std::size_t n = kind == HKind::kAllGather ? per * w : per;
+  Replay rp(w, sh.unit, sh.max);
+  const LevelGroups groups = level_groups(rp, N, P, D);
+  const std::vector<std::size_t>&local = groups.local, &node = groups.node, &across = groups.across;
+  rp.fill(n);
+  std::vector<Range> blocks;
+  if (kind == HKind::kAllGather)
+    for (std::size_t r = 0; r < w; ++r) blocks.push_back(Range{r * per, per});
+  if (kind == HKind::kReduceScatter) blocks = balanced_ranges(sh.units, w, sh.unit);
+  const std::vector<Range> segments = segment_ranges(sh.units, segment_units, sh.unit);
+  for (std::size_t g = 0; g < w; ++g) {
+    RankState& s = rp.states[g];
+    switch (kind) {
+      case HKind::kBroadcast:
+        if (g == root) s.send_is_input = true;
+        break;
+      case HKind::kReduce:
+        if (g == root && (in_place || w == 1)) {
+          s.buf = s.input;
+          s.aliased = in_place;
+        }
+        break;
+      case HKind::kAllGather:
+        for (std::size_t e = blocks[g].offset; e < blocks[g].end(); ++e) s.buf[e] = s.input[e];
+        break;
+      case HKind::kReduceScatter:
+        if (in_place || w == 1) {
+          s.buf = s.input;
+          s.aliased = in_place;
+        }
+        break;
+    }
+    const std::size_t d = g % D, p = g / D % P, k = g / D / P;
+    RecordingRun l = rp.run(local[k * P + p], d), m = rp.run(node[k * D + d], p),
+                 a = rp.run(across[p * D + d], k);
+    l.barrier_share = true;
+    RecordingRun c = rp.run(node[d], p);
+    RankRun* const three[] = {&l, &m, &a};
+    RankRun* const two[] = {&l, &c};
+    std::span<RankRun* const> lv =
+        N > 1 ? std::span<RankRun* const>(three) : std::span<RankRun* const>(two);
+    Status st;
+    switch (kind) {
+      case HKind::kBroadcast: st = hierarchical_broadcast(lv, segments, root); break;
+      case HKind::kReduce: st = hierarchical_reduce(lv, segments, root); break;
+      case HKind::kAllGather: st = hierarchical_all_gather(lv, blocks); break;
+      case HKind::kReduceScatter: st = hierarchical_reduce_scatter(lv, blocks); break;
+    }
+    if (!st.is_ok()) rp.fail("rank " + std::to_string(g) + ": " + st.to_string());
+  }
+  if (rp.errors.empty()) rp.simulate();
+  for (std::size_t g = 0; g < w; ++g) {
+    switch (kind) {
+      case HKind::kBroadcast:
+        if (g != root)
+          for (std::size_t e = 0; e < n; ++e) rp.expect(g, e, input_val(root, e));
+        break;
+      case HKind::kReduce:
+        if (g == root)
+          for (std::size_t e = 0; e < n; ++e) rp.expect(g, e, reduced_val(w, e));
+        break;
+      case HKind::kAllGather:
+        for (std::size_t c = 0; c < w; ++c)
+          for (std::size_t e = blocks[c].offset; e < blocks[c].end(); ++e)
+            rp.expect(g, e, input_val(c, e));
+        break;
+      case HKind::kReduceScatter:
+        for (std::size_t e = blocks[g].offset; e < blocks[g].end(); ++e)
+          rp.expect(g, e, reduced_val(w, e));
+        break;
+    }
+  }
+  const char* names[] = {"hbcast", "hreduce", "hallgather", "hreducescatter"};
+  finish(rp, std::string(names[int(kind)]) + " " + std::to_string(N) + "x" + std::to_string(P) +
+                 "x" + std::to_string(D) + " root " + std::to_string(root) +
+                 (in_place ? " in place " : " ") + sh.name());
+}
+
+TEST(RingReplay, LevelByLevelCollectivesEveryNodeByProcessByDeviceSplit) {
+  for (std::size_t N = 1; N <= 4; ++N)
+    for (std::size_t P = 1; N * P <= 8; ++P)
+      for (std::size_t D = 1; N * P * D <= 12; ++D) {
+        const std::size_t w = N * P * D;
+        for (std::size_t unit : {1, 3})
+          for (std::size_t b : {1, 2, 1 << 20})
+            for (std::size_t c : {std::size_t{0}, std::size_t{1}, w - 1, 2 * w + 3}) {
+              const Shape sh{w, c, unit, b * unit};
+              for (std::size_t root = 0; root < w; ++root)
+                for (std::size_t seg : {b, 3 * b + 1}) {
+                  if (seg != b && (unit > 1 || b > 1)) continue;
+                  replay_hier_coll(HKind::kBroadcast, N, P, D, sh, root, false, seg);
+                  replay_hier_coll(HKind::kReduce, N, P, D, sh, root, false, seg);
+                  replay_hier_coll(HKind::kReduce, N, P, D, sh, root, true, seg);
+                }
+              replay_hier_coll(HKind::kAllGather, N, P, D, sh, 0, false, 1);
+              replay_hier_coll(HKind::kReduceScatter, N, P, D, sh, 0, false, 1);
+              replay_hier_coll(HKind::kReduceScatter, N, P, D, sh, 0, true, 1);
+            }
+      }
 }
 
 // ---- the checks can fail -----------------------------------------------------
