@@ -165,6 +165,19 @@ lab_down_namespaces() {
   for ns in $all; do lab_del_ns "$ns"; done
 }
 
+# lab_kill_hosts: kill -9 every process in the lab's hosts (an mpirun on h1,
+# its daemons and ranks), leaving the namespaces up for the next job. For a
+# job that Open MPI would keep until its --timeout (a faulty job under
+# --enable-recovery) once its caller has read what it waited for.
+lab_kill_hosts() {
+  local i pids=""
+  for i in $(seq 1 "$RUCCL_NETNS_HOSTS"); do
+    pids+=" $(ip netns pids "$RUCCL_NETNS_NAME-h$i" 2>/dev/null || true)"
+  done
+  # shellcheck disable=SC2086
+  [ -z "${pids// /}" ] || kill -9 $pids 2>/dev/null || true
+}
+
 # lab_down: delete the namespaces and (if lab_up created it) the lab directory.
 # Idempotent; meant for `trap lab_down EXIT`.
 lab_down() {
