@@ -184,7 +184,20 @@ bool fits(std::size_t bytes, std::size_t n, std::size_t cap) {
   std::size_t product = 0;
   return !__builtin_mul_overflow(bytes, n, &product) && product <= cap;
 }
+
+// The largest input the lean path copies through the slots (SIZE_MAX: the
+// slot's size only).
+std::size_t lean_copy_cap(CollectiveKind kind) {
+  return kind == CollectiveKind::kBroadcast   ? kNodeMailboxBroadcastBytes
+         : kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherBytes
+                                              : SIZE_MAX;
+}
 }  // namespace
+
+std::size_t lean_direct_threshold(CollectiveKind kind, std::size_t configured) noexcept {
+  const std::size_t cap = lean_copy_cap(kind);
+  return configured == 0 || cap == SIZE_MAX ? configured : std::min(configured, cap + 1);
+}
 
 bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
   switch (a) {
@@ -208,14 +221,11 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
           call.kind == CollectiveKind::kBroadcast || call.kind == CollectiveKind::kAllGather ||
           call.kind == CollectiveKind::kReduceScatter || call.kind == CollectiveKind::kAllToAllV;
       const std::size_t held = call.kind == CollectiveKind::kBroadcast ? 1 : topo.world - 1;
-      const std::size_t copy_cap =
-          call.kind == CollectiveKind::kBroadcast   ? kNodeMailboxBroadcastBytes
-          : call.kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherBytes
-                                                    : SIZE_MAX;
+      const std::size_t copy_cap = lean_copy_cap(call.kind);
       const std::size_t direct_cap =
           call.kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherDirectBytes : SIZE_MAX;
-      if (call.bytes > copy_cap &&
-          (call.lean_direct == 0 || call.bytes < call.lean_direct || call.bytes > direct_cap))
+      // (Past the copy cap the direct form is taken: lean_direct_threshold.)
+      if (call.bytes > copy_cap && (call.lean_direct == 0 || call.bytes > direct_cap))
         return false;
       return topo.node_mailbox && call.lean_offer && kind && topo.host_buffers && topo.world >= 2 &&
              call.bytes <= call.fused_capacity && fits(call.bytes, held, call.budget) &&

@@ -116,6 +116,20 @@ inline constexpr std::size_t kNodeMailboxBroadcastBytes = std::size_t{16} << 10;
 inline constexpr std::size_t kNodeMailboxAllGatherBytes = std::size_t{8} << 10;
 inline constexpr std::size_t kNodeMailboxAllGatherDirectBytes = std::size_t{32} << 10;
 
+// The smallest input of `kind` that the lean path sends in the direct form,
+// given the configured threshold (Config::lean_direct_bytes; 0: never): at
+// most just past the kind's copy cap above, so that no size between that cap
+// and the threshold leaves the lean path for the channels. With the old
+// rule (the configured 32 KiB for every kind) an all-gather of 8-32 KiB per
+// rank and a broadcast of 16-32 KiB ran the ring over the channels: np=2
+// all-gather of 16 KiB per rank 17.7-23.1 us p50 against Open MPI's
+// 11.2-19.4, and 8.7-9.6 (Open MPI 8.7-10.6) in the direct form; broadcast
+// of 16 KiB in place 9.4-16.3 against 6.7-7.8 (ruccl-perf --world --peers mpi,
+// RUCCL_LEAN_DIRECT_BYTES 32K and 8K alternated). The all-to-all-v, which has
+// no copy cap, keeps the configured threshold (below 32 KiB its copies were
+// faster: 3.1-4.6 us against 4.9-7.1 direct at 8-16 KiB).
+std::size_t lean_direct_threshold(CollectiveKind kind, std::size_t configured) noexcept;
+
 // A broadcast runs level by level from this size; below, the flat chain.
 // 2 namespace hosts x 2 processes x 1 device on the development VM, each
 // alone, alternated A B A B (2 rounds of 10 iterations): the hierarchical

@@ -588,9 +588,11 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // reduce of 8-64 KiB measured no faster, at 8-16 KiB slower). Not where
     // this rank's output overwrites its input (in place): the readers would
     // race its writes, and waiting for them first was slower.
-    const bool direct = copies(req.kind) && data > 0 && lean_direct_bytes_ > 0 &&
-                        data >= lean_direct_bytes_ && writes_apart(req, geometry, me) &&
-                        readable_by_node(box);
+    // From just past a broadcast's or all-gather's copy cap on (the selection
+    // table's rows; core::lean_direct_threshold).
+    const std::size_t threshold = core::lean_direct_threshold(req.kind, lean_direct_bytes_);
+    const bool direct = copies(req.kind) && data > 0 && threshold > 0 && data >= threshold &&
+                        writes_apart(req, geometry, me) && readable_by_node(box);
     LeanScratch& k = lean_[local];
     // (A keyed request's header is built once; an all-to-all-v's each time.)
     LeanScratch::Own& own = k.own[request_key & 1];

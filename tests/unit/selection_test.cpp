@@ -195,10 +195,26 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
     at.bytes = direct_cap + 1;
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
+    // Past the cap the direct form is taken whatever the configured threshold
+    // (the 32 KiB default, or more): no size leaves the lean path for the
+    // channels between the cap and the threshold.
     at.bytes = cap + 1;
-    at.lean_direct = cap + 2;  // below the threshold: copies, past the cap
+    at.lean_direct = Config::kDefaultLeanDirectBytes;
+    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+    at.lean_direct = kLean;
+    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+    at.lean_direct = 0;  // never direct (a node whose processes cannot read each other)
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
+    // The threshold the lean path sends by: just past the cap at the most.
+    EXPECT_EQ(lean_direct_threshold(kind, Config::kDefaultLeanDirectBytes), cap + 1);
+    EXPECT_EQ(lean_direct_threshold(kind, kLean), cap + 1);
+    EXPECT_EQ(lean_direct_threshold(kind, 1024), 1024u);
+    EXPECT_EQ(lean_direct_threshold(kind, 0), 0u);
   }
+  // The all-to-all-v has no copy cap: the configured threshold.
+  EXPECT_EQ(lean_direct_threshold(CollectiveKind::kAllToAllV, Config::kDefaultLeanDirectBytes),
+            Config::kDefaultLeanDirectBytes);
+  EXPECT_EQ(lean_direct_threshold(CollectiveKind::kAllToAllV, 0), 0u);
   // RUCCL_LEAN_BYTES lowers the threshold; 0 turns the lean path off.
   const Config lower = Config().with_lean_bytes(1024);
   EXPECT_EQ(pick(lower, lean_call(1024), node(2, 1)), Algorithm::kNodeMailbox);
