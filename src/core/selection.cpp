@@ -163,8 +163,11 @@ AlgorithmTable make_table(const Config& config) {
     if (hierarchical && config.lean_bytes() > 0) {
       // (Broadcast and all-gather past their copy caps only in the direct
       // form: feasible.)
+      // (An all-to-all-v past the slot in the direct form: feasible.)
       add(t, kind, Algorithm::kNodeMailbox, 0,
-          std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
+          kind == CollectiveKind::kAllToAllV && config.lean_bytes() >= kNodeMailboxBytes
+              ? kNodeMailboxAllToAllVDirectBytes + 1
+              : std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
     }
     if (kind == CollectiveKind::kAllReduce && one_shot > 0)
       add(t, kind, Algorithm::kOneShot, 0, one_shot_end);
@@ -223,13 +226,21 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
       const std::size_t held = call.kind == CollectiveKind::kBroadcast ? 1 : topo.world - 1;
       const std::size_t copy_cap = lean_copy_cap(call.kind);
       const std::size_t direct_cap =
-          call.kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherDirectBytes : SIZE_MAX;
+          call.kind == CollectiveKind::kAllGather   ? kNodeMailboxAllGatherDirectBytes
+          : call.kind == CollectiveKind::kAllToAllV ? kNodeMailboxAllToAllVDirectBytes
+                                                    : SIZE_MAX;
       // (Past the copy cap the direct form is taken: lean_direct_threshold.)
-      if (call.bytes > copy_cap && (call.lean_direct == 0 || call.bytes > direct_cap))
+      if (call.bytes > copy_cap && (call.lean_direct == 0 || call.bytes > direct_cap)) return false;
+      // An all-to-all-v past the slot: only in the direct form (its address
+      // rides in the slot, every rank reads its block from the owner's memory).
+      const bool past_slot =
+          call.bytes > call.fused_capacity || !fits(call.bytes, topo.world, kNodeMailboxTotalBytes);
+      if (past_slot && !(call.kind == CollectiveKind::kAllToAllV && call.lean_direct > 0 &&
+                         call.bytes >= call.lean_direct && call.bytes <= direct_cap &&
+                         fits(call.bytes, topo.world, kNodeMailboxDirectTotalBytes)))
         return false;
       return topo.node_mailbox && call.lean_offer && kind && topo.host_buffers && topo.world >= 2 &&
-             call.bytes <= call.fused_capacity && fits(call.bytes, held, call.budget) &&
-             fits(call.bytes, topo.world, kNodeMailboxTotalBytes);
+             fits(call.bytes, held, call.budget);
     }
   }
   return false;

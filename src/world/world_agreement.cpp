@@ -567,7 +567,6 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     if (a2a && req.send_counts.size() != world_) return std::nullopt;
     const std::size_t data = req.has_input ? geometry.count * dtype_size(req.dtype) : 0;
     const std::size_t bytes = counts + data;
-    if (kLeanHeader + bytes > box.shape().lean_bytes) return std::nullopt;
     // An abort of any communicator over these transports (this one, its
     // parent or a child: one failure domain) ends this one too, also when
     // every slot would be ready at once: the peers hear of it here.
@@ -593,6 +592,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     const std::size_t threshold = core::lean_direct_threshold(req.kind, lean_direct_bytes_);
     const bool direct = copies(req.kind) && data > 0 && threshold > 0 && data >= threshold &&
                         writes_apart(req, geometry, me) && readable_by_node(box);
+    // The slot holds the input, or in the direct form only its address.
+    if (kLeanHeader + counts + (direct ? kLeanAddress : data) > box.shape().lean_bytes)
+      return std::nullopt;
     LeanScratch& k = lean_[local];
     // (A keyed request's header is built once; an all-to-all-v's each time.)
     LeanScratch::Own& own = k.own[request_key & 1];

@@ -162,34 +162,39 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
           }
         }
       }
-      // all-to-all-v: rank s sends 600 + 7 d + 3 s elements to rank d (its
+      // all-to-all-v: rank s sends base + 7 d + 3 s elements to rank d (its
       // element j is s * 100000 + j); each reader takes its block at its offset.
-      const auto sent = [](std::size_t src, std::size_t dst) { return 600 + 7 * dst + 3 * src; };
-      std::vector<std::size_t> counts(world), recv;
-      std::size_t total = 0, incoming = 0;
-      for (std::size_t d = 0; d < world; ++d) total += counts[d] = sent(rank, d);
-      for (std::size_t src = 0; src < world; ++src) incoming += sent(src, rank);
-      std::vector<float> a_in(total), a_out(incoming);
-      for (int round = 0; round < 3; ++round) {
-        for (std::size_t j = 0; j < total; ++j) a_in[j] = static_cast<float>(rank * 100000 + j);
-        std::fill(a_out.begin(), a_out.end(), -7.0f);
-        Status s =
-            comm->all_to_all_v_into(rank, TensorView::of(a_in.data(), DataType::kF32, total, dev),
-                                    counts,
-                                    TensorView::of(a_out.data(), DataType::kF32, incoming, dev),
-                                    recv);
-        std::fill(a_in.begin(), a_in.end(), -7.0f);
-        bool ok = s.is_ok() && recv.size() == world;
-        std::size_t at = 0;
-        for (std::size_t src = 0; src < world && ok; ++src) {
-          std::size_t before = 0;
-          for (std::size_t d = 0; d < rank; ++d) before += sent(src, d);
-          ok = recv[src] == sent(src, rank);
-          for (std::size_t t = 0; t < sent(src, rank) && ok; ++t)
-            ok = a_out[at + t] == static_cast<float>(src * 100000 + before + t);
-          at += sent(src, rank);
+      // base 9000: past the 64 KiB slot (only the direct form takes it lean).
+      for (const std::size_t base : {std::size_t{600}, std::size_t{9000}}) {
+        const auto sent = [base](std::size_t src, std::size_t dst) {
+          return base + 7 * dst + 3 * src;
+        };
+        std::vector<std::size_t> counts(world), recv;
+        std::size_t total = 0, incoming = 0;
+        for (std::size_t d = 0; d < world; ++d) total += counts[d] = sent(rank, d);
+        for (std::size_t src = 0; src < world; ++src) incoming += sent(src, rank);
+        std::vector<float> a_in(total), a_out(incoming);
+        for (int round = 0; round < 3; ++round) {
+          for (std::size_t j = 0; j < total; ++j) a_in[j] = static_cast<float>(rank * 100000 + j);
+          std::fill(a_out.begin(), a_out.end(), -7.0f);
+          Status s =
+              comm->all_to_all_v_into(rank, TensorView::of(a_in.data(), DataType::kF32, total, dev),
+                                      counts,
+                                      TensorView::of(a_out.data(), DataType::kF32, incoming, dev),
+                                      recv);
+          std::fill(a_in.begin(), a_in.end(), -7.0f);
+          bool ok = s.is_ok() && recv.size() == world;
+          std::size_t at = 0;
+          for (std::size_t src = 0; src < world && ok; ++src) {
+            std::size_t before = 0;
+            for (std::size_t d = 0; d < rank; ++d) before += sent(src, d);
+            ok = recv[src] == sent(src, rank);
+            for (std::size_t t = 0; t < sent(src, rank) && ok; ++t)
+              ok = a_out[at + t] == static_cast<float>(src * 100000 + before + t);
+            at += sent(src, rank);
+          }
+          RANK_CHECK(f, rank, ok, "all_to_all_v base " << base << ": " << describe(s));
         }
-        RANK_CHECK(f, rank, ok, "all_to_all_v: " << describe(s));
       }
     });
     EXPECT_TRUE(f.empty()) << "threshold " << threshold << ": " << f.report();

@@ -176,8 +176,25 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
     EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
   }
   other.kind = CollectiveKind::kAllToAllV;
-  other.bytes = 65537;  // beyond the slot: the ring
+  other.bytes = 65537;  // beyond the slot: the ring, but in the direct form
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
+  other.lean_direct = Config::kDefaultLeanDirectBytes;
+  EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox);
+  other.bytes = kNodeMailboxAllToAllVDirectBytes;
+  EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox);
+  EXPECT_EQ(pick(c, other, node(4, 1)), Algorithm::kNodeMailbox);  // 2 MiB in all
+  EXPECT_EQ(pick(c, other, node(5, 1)), Algorithm::kFlatRing);     // more: the channels
+  other.bytes = kNodeMailboxAllToAllVDirectBytes + 1;
+  EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
+  other.bytes = 65537;
+  other.lean_direct = 65538;  // below its threshold: it would copy, past the slot
+  EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
+  // Broadcast, all-gather: not past the slot, direct or not.
+  for (CollectiveKind kind : {CollectiveKind::kBroadcast, CollectiveKind::kAllGather}) {
+    other.kind = kind;
+    other.lean_direct = Config::kDefaultLeanDirectBytes;
+    EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
+  }
   // Broadcast up to 16 KiB, all-gather up to 8 KiB per rank (the channels beyond).
   for (auto [kind, cap] : {std::pair{CollectiveKind::kBroadcast, kNodeMailboxBroadcastBytes},
                            std::pair{CollectiveKind::kAllGather, kNodeMailboxAllGatherBytes}}) {
