@@ -195,6 +195,12 @@ std::size_t lean_copy_cap(CollectiveKind kind) {
          : kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherBytes
                                               : SIZE_MAX;
 }
+// The largest input the lean path takes in the direct form.
+std::size_t lean_direct_cap(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllGather   ? kNodeMailboxAllGatherDirectBytes
+         : kind == CollectiveKind::kAllToAllV ? kNodeMailboxAllToAllVDirectBytes
+                                              : SIZE_MAX;
+}
 }  // namespace
 
 std::size_t lean_direct_threshold(CollectiveKind kind, std::size_t configured) noexcept {
@@ -224,20 +230,18 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
           call.kind == CollectiveKind::kBroadcast || call.kind == CollectiveKind::kAllGather ||
           call.kind == CollectiveKind::kReduceScatter || call.kind == CollectiveKind::kAllToAllV;
       const std::size_t held = call.kind == CollectiveKind::kBroadcast ? 1 : topo.world - 1;
-      const std::size_t copy_cap = lean_copy_cap(call.kind);
-      const std::size_t direct_cap =
-          call.kind == CollectiveKind::kAllGather   ? kNodeMailboxAllGatherDirectBytes
-          : call.kind == CollectiveKind::kAllToAllV ? kNodeMailboxAllToAllVDirectBytes
-                                                    : SIZE_MAX;
-      // (Past the copy cap the direct form is taken: lean_direct_threshold.)
-      if (call.bytes > copy_cap && (call.lean_direct == 0 || call.bytes > direct_cap)) return false;
-      // An all-to-all-v past the slot: only in the direct form (its address
-      // rides in the slot, every rank reads its block from the owner's memory).
-      const bool past_slot =
-          call.bytes > call.fused_capacity || !fits(call.bytes, topo.world, kNodeMailboxTotalBytes);
-      if (past_slot && !(call.kind == CollectiveKind::kAllToAllV && call.lean_direct > 0 &&
-                         call.bytes >= call.lean_direct && call.bytes <= direct_cap &&
-                         fits(call.bytes, topo.world, kNodeMailboxDirectTotalBytes)))
+      // The direct form, as the lean path decides it (lean_post).
+      const bool direct = call.lean_direct > 0 &&
+                          call.bytes >= lean_direct_threshold(call.kind, call.lean_direct) &&
+                          call.bytes <= lean_direct_cap(call.kind);
+      if (call.bytes > lean_copy_cap(call.kind) && !direct) return false;
+      // Within the slot and its total over the node; an all-to-all-v in the
+      // direct form (its address rides in the slot, every rank reads its
+      // block from the owner's memory) within the direct form's total.
+      const bool in_slot =
+          call.bytes <= call.fused_capacity && fits(call.bytes, topo.world, kNodeMailboxTotalBytes);
+      if (!in_slot && !(call.kind == CollectiveKind::kAllToAllV && direct &&
+                        fits(call.bytes, topo.world, kNodeMailboxDirectTotalBytes)))
         return false;
       return topo.node_mailbox && call.lean_offer && kind && topo.host_buffers && topo.world >= 2 &&
              fits(call.bytes, held, call.budget);
