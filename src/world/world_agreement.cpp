@@ -67,9 +67,11 @@ void copy_to(std::byte* d, const std::byte* s, std::size_t n) {
 
 // This rank's output of a fitting lean collective, from the slots' inputs
 // (or, direct form, the copies read from the ranks' memory, and its own).
+// `placed[r]`: rank r's part is in the output already (read_direct).
 Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& req, std::size_t me,
                                    const std::vector<const std::byte*>& inputs,
-                                   DeviceAdapter& adapter, DeviceId device) {
+                                   const std::vector<char>& placed, DeviceAdapter& adapter,
+                                   DeviceId device) {
   const std::size_t world = inputs.size();
   const std::size_t es = dtype_size(plan.dtype);
   const std::size_t n = plan.count;
@@ -91,7 +93,7 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
       // This rank's own block is not in its slot (lean_post leaves it out): the input.
       const std::byte* from =
           s == me ? static_cast<const std::byte*>(req.in.data) : inputs[s] + counts;
-      if (rows > 0) std::memcpy(d, from + before * row, rows * row);
+      if (rows > 0 && placed[s] == 0) std::memcpy(d, from + before * row, rows * row);
       d += rows * row;
       out.recv_counts.push_back(rows);
     }
@@ -118,9 +120,12 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
   if (total == 0) return out;
   std::byte* d = dst.value();
   switch (plan.kind) {
-    case CollectiveKind::kBroadcast: copy_to(d, inputs[plan.root], n * es); break;
+    case CollectiveKind::kBroadcast:
+      if (placed[plan.root] == 0) copy_to(d, inputs[plan.root], n * es);
+      break;
     case CollectiveKind::kAllGather:
-      for (std::size_t r = 0; r < world; ++r) copy_to(d + r * n * es, inputs[r], n * es);
+      for (std::size_t r = 0; r < world; ++r)
+        if (placed[r] == 0) copy_to(d + r * n * es, inputs[r], n * es);
       break;
     default: {
       // In rank order, from rank 0's input: the same bits on every rank, the
@@ -176,7 +181,10 @@ struct LeanScratch {
   };
   Posted posted;
   std::vector<std::uint64_t> address;  // a direct rank's input (0: in its slot)
-  std::vector<std::byte> read;         // the direct inputs' parts this rank read
+  // Per rank: its part of this rank's output was read straight into the
+  // caller's output buffer (read_direct), so lean_run copies nothing of it.
+  std::vector<char> placed;
+  std::vector<std::byte> read;         // the direct inputs' parts this rank read (value forms)
   std::vector<std::size_t> watch;      // the node's other ranks (await_readers)
 };
 
@@ -660,6 +668,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       k.inputs.resize(world_);
       k.sizes.resize(world_);
       k.address.resize(world_);
+      k.placed.resize(world_);
       k.raw.resize(world_);
       k.compact.resize(world_);
     }
@@ -672,6 +681,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       k.inputs[r] = nullptr;
       k.sizes[r] = 0;
       k.address[r] = 0;
+      k.placed[r] = 0;
       if (r == me) {
         k.heads[r] = head;
         // (An all-to-all-v's counts stay in the slot; its own rows are the input.)
@@ -733,13 +743,13 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // The direct inputs this rank needs, copied from their ranks' memory;
     // then every direct rank hears that this one is done with its input.
     if (any_direct) {
-      Status read = read_direct(box, k, me, base, deadline);
+      Status read = read_direct(box, k, req, me, base, deadline);
       if (!read.is_ok()) return lean_failed(box, me - base, seq, req.kind, direct, read);
       for (std::size_t r = 0; r < world_; ++r)
         if (r != me && k.address[r] != 0) box.lean_done(r - base, me - base, seq);
     }
     auto outcome = core::catch_to_status(ErrorCode::kInternal, "the lean path", [&] {
-      return lean_run(k.plan, req, me, k.inputs, adapter, device);
+      return lean_run(k.plan, req, me, k.inputs, k.placed, adapter, device);
     });
     // A direct rank's input stays the readers' until every one is done.
     if (direct) {
@@ -799,44 +809,57 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     k.sizes[r] = *size;
     return true;
   }
-  // The parts of the direct inputs that this rank's output needs, copied from
-  // their ranks' memory into k.read (at the offsets lean_run reads them at);
-  // k.inputs then points there. Only the copying collectives come here
+  // The parts of the direct inputs that this rank's output needs, read from
+  // their ranks' memory: into the caller's output buffer where it has one
+  // (lean_fits checked that what this rank receives fits it), where
+  // lean_run would copy them (k.placed: it copies nothing of them then); for
+  // a value form into k.read, at the offsets lean_run reads them at, k.inputs
+  // then pointing there. Only the copying collectives come here
   // (direct_record refuses the others).
-  Status read_direct(node::Mailbox& box, LeanScratch& k, std::size_t me, std::size_t base,
-                     Clock::time_point deadline) {
+  Status read_direct(node::Mailbox& box, LeanScratch& k, const core::Request& req, std::size_t me,
+                     std::size_t base, Clock::time_point deadline) {
     const LeanPlan& plan = k.plan;
     const std::size_t es = dtype_size(plan.dtype);
     const bool a2a = plan.kind == CollectiveKind::kAllToAllV;
     const std::size_t counts = a2a ? world_ * sizeof(std::uint64_t) : 0;
+    const std::size_t row = plan.count * es;  // (an all-to-all-v's; else the input's bytes)
+    auto* out = req.out ? static_cast<std::byte*>(req.out->data) : nullptr;
     const auto room = [](std::size_t n) { return (n + 63) / 64 * 64; };
     std::size_t total = 0;
-    for (std::size_t r = 0; r < world_; ++r)
+    for (std::size_t r = 0; r < world_ && out == nullptr; ++r)
       if (r != me && k.address[r] != 0) total += room(k.sizes[r]);
     if (k.read.size() < total) k.read.resize(total);
-    std::size_t at = 0;
+    std::size_t at = 0, received = 0;  // (received: an all-to-all-v's rows before source r's)
     for (std::size_t r = 0; r < world_; ++r) {
+      const std::size_t before = received;
+      if (a2a) received += plan.rows[r * world_ + me];
       if (r == me || k.address[r] == 0) continue;
-      std::byte* region = k.read.data() + at;
-      at += room(k.sizes[r]);
       const std::size_t data = k.sizes[r] - counts;
-      // A broadcast's or all-gather's whole input; an all-to-all-v's block
-      // for this rank (its counts copied along: lean_run reads them there).
-      std::size_t off = 0, len = data;
+      // A broadcast's or all-gather's input; an all-to-all-v's block for
+      // this rank.
+      std::size_t off = 0, len = row;
       if (a2a) {
-        const std::size_t row = plan.count * es;
         off = rows_before(plan, world_, r, me) * row;
         len = plan.rows[r * world_ + me] * row;
-        std::memcpy(region, k.inputs[r], counts);
       }
       if (off > data || len > data - off)
         return Status(ErrorCode::kProtocolError,
                       "the lean path: rank " + std::to_string(r) +
                           "'s direct input holds fewer bytes than its collective needs");
+      std::byte* to = nullptr;
+      if (out != nullptr) {
+        to = out + (a2a ? before * row : plan.kind == CollectiveKind::kAllGather ? r * row : 0);
+        k.placed[r] = 1;
+      } else {
+        std::byte* region = k.read.data() + at;
+        at += room(k.sizes[r]);
+        // (An all-to-all-v's counts copied along: lean_run reads its block after them.)
+        if (a2a) std::memcpy(region, k.inputs[r], counts);
+        to = region + counts + off;
+        k.inputs[r] = region;
+      }
       if (len > 0)
-        RUCCL_TRY(box.read_from(r - base, me - base, k.address[r] + off, region + counts + off, len,
-                                deadline));
-      k.inputs[r] = region;
+        RUCCL_TRY(box.read_from(r - base, me - base, k.address[r] + off, to, len, deadline));
     }
     return Status::ok();
   }

@@ -160,6 +160,22 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
             RANK_CHECK(f, rank, ok,
                        "all_gather n=" << n << " in_place=" << in_place << ": " << describe(s));
           }
+          // The value forms (no caller's buffer: the readers read into their
+          // scratch, then the new tensor), broadcast and all-gather.
+          fill();
+          const TensorView vin = TensorView::of(in.data(), DataType::kF32, n, dev);
+          auto bval = comm->broadcast(rank, rank == root ? &vin : nullptr);
+          auto gval = comm->all_gather(rank, vin);
+          spoil(in);
+          ok = bval.is_ok() && bval.value().count() == n;
+          for (std::size_t i = 0; i < n && ok; ++i)
+            ok = bval.value().as<float>()[i] == value(root, i);
+          RANK_CHECK(f, rank, ok, "broadcast (value) n=" << n << ": " << describe(bval.status()));
+          ok = gval.is_ok() && gval.value().count() == n * world;
+          for (std::size_t r = 0; r < world && ok; ++r)
+            for (std::size_t i = 0; i < n && ok; ++i)
+              ok = gval.value().as<float>()[r * n + i] == value(r, i);
+          RANK_CHECK(f, rank, ok, "all_gather (value) n=" << n << ": " << describe(gval.status()));
         }
       }
       // all-to-all-v: rank s sends base + 7 d + 3 s elements to rank d (its
@@ -194,6 +210,26 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
             at += sent(src, rank);
           }
           RANK_CHECK(f, rank, ok, "all_to_all_v base " << base << ": " << describe(s));
+          // The value form, the same rows.
+          for (std::size_t j = 0; j < total; ++j) a_in[j] = static_cast<float>(rank * 100000 + j);
+          auto val =
+              comm->all_to_all_v(rank, TensorView::of(a_in.data(), DataType::kF32, total, dev),
+                                 counts);
+          std::fill(a_in.begin(), a_in.end(), -7.0f);
+          ok = val.is_ok() && val.value().recv_counts.size() == world &&
+               val.value().data.count() == incoming;
+          at = 0;
+          for (std::size_t src = 0; src < world && ok; ++src) {
+            std::size_t before = 0;
+            for (std::size_t d = 0; d < rank; ++d) before += sent(src, d);
+            ok = val.value().recv_counts[src] == sent(src, rank);
+            for (std::size_t t = 0; t < sent(src, rank) && ok; ++t)
+              ok = val.value().data.as<float>()[at + t] ==
+                   static_cast<float>(src * 100000 + before + t);
+            at += sent(src, rank);
+          }
+          RANK_CHECK(f, rank, ok,
+                     "all_to_all_v (value) base " << base << ": " << describe(val.status()));
         }
       }
     });
