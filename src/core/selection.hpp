@@ -116,14 +116,15 @@ inline constexpr std::size_t kNodeMailboxBroadcastBytes = std::size_t{16} << 10;
 inline constexpr std::size_t kNodeMailboxAllGatherBytes = std::size_t{8} << 10;
 inline constexpr std::size_t kNodeMailboxAllGatherDirectBytes = std::size_t{32} << 10;
 // An all-to-all-v in the direct form goes past the slot (its address rides
-// there), up to 512 KiB per rank while all ranks' inputs together stay within
-// 2 MiB (each rank reads its blocks into scratch of its peers' input sizes):
-// np=2, p50 ratio to Open MPI, interleaved, against the channels in the same
-// runs: 64 KiB 0.98-1.07 (channels 1.6-1.8), 128 KiB 1.03-1.13 (1.4-1.5),
-// 256 KiB 1.05-1.11 (1.25-1.27), 512 KiB 1.12-1.14 (1.12-1.13), 1 MiB
-// 1.17-1.25 (1.16-1.19).
-inline constexpr std::size_t kNodeMailboxAllToAllVDirectBytes = std::size_t{512} << 10;
-inline constexpr std::size_t kNodeMailboxDirectTotalBytes = std::size_t{2} << 20;
+// there), up to 2 MiB per rank while all ranks' inputs together stay within
+// 8 MiB (a value form's reader reads its blocks into scratch of its peers'
+// input sizes; a caller's buffer takes them straight). np=2, p50 ratio to
+// Open MPI, interleaved, each cap alternated with the one before (512 KiB):
+// 1 MiB 1.03-1.08 (channels 1.30-1.36), 2 MiB 0.98-1.00 (0.96-0.99), 4 MiB
+// (a cap of 8 MiB, not kept) 1.04 against 1.03-1.05; np=4 on 2 cores, 1 MiB
+// 1.00-1.01 (1.29). Below 512 KiB: 64 KiB 0.89-0.90, 256 KiB 0.91-0.92.
+inline constexpr std::size_t kNodeMailboxAllToAllVDirectBytes = std::size_t{2} << 20;
+inline constexpr std::size_t kNodeMailboxDirectTotalBytes = std::size_t{8} << 20;
 
 // The smallest input of `kind` that the lean path sends in the direct form,
 // given the configured threshold (Config::lean_direct_bytes; 0: never): at

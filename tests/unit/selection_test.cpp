@@ -182,8 +182,12 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox);
   other.bytes = kNodeMailboxAllToAllVDirectBytes;
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox);
-  EXPECT_EQ(pick(c, other, node(4, 1)), Algorithm::kNodeMailbox);  // 2 MiB in all
+  EXPECT_EQ(pick(c, other, node(3, 1)), Algorithm::kNodeMailbox);  // 4 MiB held: the budget
+  EXPECT_EQ(pick(c, other, node(4, 1)), Algorithm::kFlatRing);     // 6 MiB held: over it
+  other.budget = 2 * Config::kDefaultMaxChunkBytes;
+  EXPECT_EQ(pick(c, other, node(4, 1)), Algorithm::kNodeMailbox);  // 8 MiB in all
   EXPECT_EQ(pick(c, other, node(5, 1)), Algorithm::kFlatRing);     // more: the channels
+  other.budget = Config::kDefaultMaxChunkBytes;
   other.bytes = kNodeMailboxAllToAllVDirectBytes + 1;
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
   other.bytes = 65537;
