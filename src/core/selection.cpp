@@ -144,6 +144,10 @@ Result<std::vector<SelectionRule>> parse_selection(std::string_view text) {
   return out;
 }
 
+namespace {
+std::size_t lean_direct_cap(CollectiveKind kind);  // (below)
+}  // namespace
+
 AlgorithmTable make_table(const Config& config) {
   AlgorithmTable t;
   if (auto forced = parse_selection(config.algorithm())) t.rules = std::move(forced).value();
@@ -162,11 +166,13 @@ AlgorithmTable make_table(const Config& config) {
     // KiB, against 0.9-1.4 for the ring over UCX; up to 8 KiB 0.8-1.5).
     if (hierarchical && config.lean_bytes() > 0) {
       // (Broadcast and all-gather past their copy caps only in the direct
-      // form: feasible.)
-      // (An all-to-all-v past the slot in the direct form: feasible.)
+      // form, and the collectives that copy past the slot, where only the
+      // input's address rides in it: feasible.)
+      const bool copies = kind == CollectiveKind::kAllToAllV ||
+                          kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather;
       add(t, kind, Algorithm::kNodeMailbox, 0,
-          kind == CollectiveKind::kAllToAllV && config.lean_bytes() >= kNodeMailboxBytes
-              ? kNodeMailboxAllToAllVDirectBytes + 1
+          copies && config.lean_bytes() >= kNodeMailboxBytes
+              ? lean_direct_cap(kind) + 1
               : std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
     }
     if (kind == CollectiveKind::kAllReduce && one_shot > 0)
@@ -199,6 +205,7 @@ std::size_t lean_copy_cap(CollectiveKind kind) {
 std::size_t lean_direct_cap(CollectiveKind kind) {
   return kind == CollectiveKind::kAllGather   ? kNodeMailboxAllGatherDirectBytes
          : kind == CollectiveKind::kAllToAllV ? kNodeMailboxAllToAllVDirectBytes
+         : kind == CollectiveKind::kBroadcast ? kNodeMailboxBroadcastDirectBytes
                                               : SIZE_MAX;
 }
 }  // namespace
@@ -235,13 +242,12 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
                           call.bytes >= lean_direct_threshold(call.kind, call.lean_direct) &&
                           call.bytes <= lean_direct_cap(call.kind);
       if (call.bytes > lean_copy_cap(call.kind) && !direct) return false;
-      // Within the slot and its total over the node; an all-to-all-v in the
-      // direct form (its address rides in the slot, every rank reads its
-      // block from the owner's memory) within the direct form's total.
+      // Within the slot and its total over the node; in the direct form
+      // (its address rides in the slot, every rank reads what it needs from
+      // the owner's memory) within the direct form's total.
       const bool in_slot =
           call.bytes <= call.fused_capacity && fits(call.bytes, topo.world, kNodeMailboxTotalBytes);
-      if (!in_slot && !(call.kind == CollectiveKind::kAllToAllV && direct &&
-                        fits(call.bytes, topo.world, kNodeMailboxDirectTotalBytes)))
+      if (!in_slot && !(direct && fits(call.bytes, topo.world, kNodeMailboxDirectTotalBytes)))
         return false;
       return topo.node_mailbox && call.lean_offer && kind && topo.host_buffers && topo.world >= 2 &&
              fits(call.bytes, held, call.budget);

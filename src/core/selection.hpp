@@ -112,9 +112,20 @@ inline constexpr std::size_t kNodeMailboxTotalBytes = std::size_t{256} << 10;
 // broadcast of 32 / 64 KiB 5.0-5.1 / 8.8-9.2 us out of place against the
 // channels' 10.3-11.3 / 15.9-18.5; all-gather of 32 KiB per rank in place
 // 5.5-6.1 against 7.6-8.1, of 64 KiB 13.6-15.5 out of place against 10.8-11.7).
+// Since the readers read straight into the caller's output (not into scratch
+// first, then copied), the direct form goes past the slot like the
+// all-to-all-v's below: a broadcast up to 2 MiB and an all-gather up to
+// 4 MiB per rank. np=2, `ruccl-perf --world --peers mpi -b 64K -e 8M`, p50
+// ratio to Open MPI (out of place / in place), these caps alternated twice
+// with the slot's: broadcast 128 KiB-1 MiB 0.78-0.94 / 0.99-1.15 against
+// 1.11-1.32 / 1.11-1.59, 2 MiB 0.72-0.83 / 1.05-1.07 against 0.99-1.01 /
+// 1.11-1.12, 4 MiB 0.72-0.77 / 1.02-1.03 against 0.73-0.78 / 0.79-0.81 (so
+// 2 MiB); all-gather (output bytes) 128 KiB-8 MiB in place 0.79-1.08 against
+// 1.09-1.72, out of place 0.71-1.01 against 0.68-1.58.
 inline constexpr std::size_t kNodeMailboxBroadcastBytes = std::size_t{16} << 10;
 inline constexpr std::size_t kNodeMailboxAllGatherBytes = std::size_t{8} << 10;
-inline constexpr std::size_t kNodeMailboxAllGatherDirectBytes = std::size_t{32} << 10;
+inline constexpr std::size_t kNodeMailboxBroadcastDirectBytes = std::size_t{2} << 20;
+inline constexpr std::size_t kNodeMailboxAllGatherDirectBytes = std::size_t{4} << 20;
 // An all-to-all-v in the direct form goes past the slot (its address rides
 // there), up to 2 MiB per rank while all ranks' inputs together stay within
 // 8 MiB (a value form's reader reads its blocks into scratch of its peers'

@@ -95,7 +95,10 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
     run_local_ranks(*comm, f, [&](std::size_t rank) {
       const DeviceId dev = tested_backend().device(rank);
       const auto w = static_cast<float>(world);
-      for (const std::size_t n : {std::size_t{1}, std::size_t{1025}, std::size_t{4099}}) {
+      // (20011 f32: past the 64 KiB slot, a broadcast's and all-gather's
+      // direct form only.)
+      for (const std::size_t n :
+           {std::size_t{1}, std::size_t{1025}, std::size_t{4099}, std::size_t{20011}}) {
         const auto value = [&](std::size_t r, std::size_t i) {
           return static_cast<float>(r * 1000 + i % 97);
         };

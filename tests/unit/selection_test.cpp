@@ -193,12 +193,24 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   other.bytes = 65537;
   other.lean_direct = 65538;  // below its threshold: it would copy, past the slot
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
-  // Broadcast, all-gather: not past the slot, direct or not.
+  // Broadcast, all-gather: past the slot in the direct form too (always
+  // direct past their copy caps), within the direct form's total (with a
+  // budget that holds an all-gather's three peers' inputs).
   for (CollectiveKind kind : {CollectiveKind::kBroadcast, CollectiveKind::kAllGather}) {
     other.kind = kind;
+    other.bytes = 65537;
     other.lean_direct = Config::kDefaultLeanDirectBytes;
-    EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
+    EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+    other.bytes = kNodeMailboxBroadcastDirectBytes;  // (within both caps)
+    other.budget = 2 * Config::kDefaultMaxChunkBytes;
+    EXPECT_EQ(pick(c, other, node(4, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+    EXPECT_EQ(pick(c, other, node(5, 1)), Algorithm::kFlatRing) << collective_name(kind);
+    other.budget = Config::kDefaultMaxChunkBytes;
   }
+  // An all-gather of 2 MiB per rank holds 6 MiB at np=4: over the default budget.
+  other.kind = CollectiveKind::kAllGather;
+  EXPECT_EQ(pick(c, other, node(3, 1)), Algorithm::kNodeMailbox);
+  EXPECT_EQ(pick(c, other, node(4, 1)), Algorithm::kFlatRing);
   // Broadcast up to 16 KiB, all-gather up to 8 KiB per rank (the channels beyond).
   for (auto [kind, cap] : {std::pair{CollectiveKind::kBroadcast, kNodeMailboxBroadcastBytes},
                            std::pair{CollectiveKind::kAllGather, kNodeMailboxAllGatherBytes}}) {
@@ -210,8 +222,9 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
     // In the direct form up to the slot (from its threshold on).
     at.lean_direct = cap + 1;
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
-    const std::size_t direct_cap =
-        kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherDirectBytes : kLean;
+    const std::size_t direct_cap = kind == CollectiveKind::kAllGather
+                                       ? kNodeMailboxAllGatherDirectBytes
+                                       : kNodeMailboxBroadcastDirectBytes;
     at.bytes = direct_cap;
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
     at.bytes = direct_cap + 1;
