@@ -41,10 +41,11 @@ struct Communicator::Impl {
         rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1), first),
         next_seq(devices.size()),
         scratch(devices.size()),
-        requests(2 * devices.size()),
-        kept_requests(2 * devices.size()),
+        requests(core::kRequestWays * devices.size()),
+        kept_requests(core::kRequestWays * devices.size()),
+        recent_way(devices.size(), 0),
         checked(devices.size()),
-        lean_choice(2 * devices.size()),
+        lean_choice(core::kRequestWays * devices.size()),
         observer(first, devices.size(), world, config),
         fault_plan(std::move(plan)),
         faults(*fault_plan),
@@ -108,8 +109,10 @@ struct Communicator::Impl {
   std::vector<core::ScratchCache> scratch;           // per rank, its thread only
   // Per rank, its thread only: the request of its call in progress, kept
   // between calls so that copying the caller's views into it reuses the
-  // shapes' storage (a small collective allocates nothing for them); two per
-  // rank, a collective's at 2 * local, a barrier's after it.
+  // shapes' storage (a small collective allocates nothing for them);
+  // core::kRequestWays per rank from kRequestWays * local: two collectives'
+  // (a loop of two calls taking turns, as a timed call and a barrier made of
+  // an all-reduce, finds each in its own), then a barrier's.
   std::vector<core::Request> requests;
   // Per request of `requests`: what its last call derived from it alone. A
   // call whose fill changed nothing (nor its budget) takes the local check's
@@ -121,13 +124,18 @@ struct Communicator::Impl {
     std::uint64_t key = 0;      // this content's (lean_post's request_key); 0: none yet
     std::uint64_t version = 0;  // of this request's contents
     // New contents (a fill that changed them, or threw halfway): a new key,
-    // nothing checked yet. `barrier`: the rank's barrier request (odd keys).
-    void renew(bool barrier) {
+    // nothing checked yet; key % kRequestWays is the request's way (its
+    // place among the rank's requests), so no two requests of a rank share
+    // a key.
+    void renew(std::size_t way) {
       checked = false;
-      key = 2 * ++version + (barrier ? 1 : 0);
+      key = core::kRequestWays * ++version + way;
     }
   };
   std::vector<KeptRequest> kept_requests;
+  // Per rank, its thread only: the collective way its last call used (the
+  // next call compares its arguments with that request first).
+  std::vector<std::uint8_t> recent_way;
   // Per rank, its thread only: the last two requests whose local check
   // passed, and their geometries. check_local is a pure function of the
   // request (the rank's world and device are fixed), so the same request
@@ -310,19 +318,41 @@ Result<core::RankOutcome> Communicator::Impl::call(std::size_t rank, const CallO
   if (rank < first || rank - first >= devices.size()) return not_served(rank);
   Seat seat(*this, rank - first);
   try {
-    const std::size_t at = 2 * (rank - first) + (of == RequestOf::kBarrier ? 1 : 0);
-    core::Request& req = requests[at];
-    KeptRequest* kept = &kept_requests[at];
+    const std::size_t local = rank - first;
+    // A collective whose fill can compare: the way it used last, if that
+    // holds its arguments, else the other one, refilled unless it holds them.
+    // Any other fill: the first way, refilled (a barrier: its own way).
+    std::size_t way = of == RequestOf::kBarrier ? core::kBarrierWay : 0;
     bool unchanged = false;
+    const auto request_at = [&](std::size_t w) -> core::Request& {
+      return requests[core::kRequestWays * local + w];
+    };
     try {
-      if constexpr (std::is_same_v<decltype(fill(req)), bool>) unchanged = fill(req);
-      else fill(req);
+      if constexpr (std::is_invocable_r_v<bool, Fill&, core::Request&, bool>) {
+        if (of == RequestOf::kCollective) {
+          way = recent_way[local];
+          if (!fill(request_at(way), true)) {
+            way = 1 - way;
+            recent_way[local] = static_cast<std::uint8_t>(way);
+            unchanged = fill(request_at(way), false);
+          } else {
+            unchanged = true;
+          }
+        } else {
+          unchanged = fill(request_at(way), false);
+        }
+      } else if constexpr (std::is_same_v<decltype(fill(request_at(way))), bool>) {
+        unchanged = fill(request_at(way));
+      } else {
+        fill(request_at(way));
+      }
     } catch (...) {
-      kept->renew(of == RequestOf::kBarrier);
+      kept_requests[core::kRequestWays * local + way].renew(way);
       throw;
     }
-    if (!unchanged) kept->renew(of == RequestOf::kBarrier);
-    return call_body(seat, rank, req, options, kept, unchanged);
+    KeptRequest* kept = &kept_requests[core::kRequestWays * local + way];
+    if (!unchanged) kept->renew(way);
+    return call_body(seat, rank, request_at(way), options, kept, unchanged);
   } catch (...) {
     Status why = core::current_exception_status(ErrorCode::kInternal, "the collective call");
     seat.fail(why);
@@ -355,7 +385,7 @@ Result<core::RankOutcome> Communicator::Impl::call_body(Seat& seat, std::size_t 
   } leave{in_call[local]};
   const std::size_t budget = options.max_chunk_bytes.value_or(config.max_chunk_bytes());
   if (unchanged && req.max_chunk_bytes != budget)
-    kept->renew((kept - kept_requests.data()) % 2 == 1);
+    kept->renew(static_cast<std::size_t>(kept - kept_requests.data()) % core::kRequestWays);
   unchanged = unchanged && req.max_chunk_bytes == budget;
   req.max_chunk_bytes = budget;
   if (!req.has_input) req.in.device = devices[local];
@@ -713,9 +743,9 @@ Status copy_now(DeviceAdapter& adapter, DeviceId device, void* dst, const void* 
 
 namespace {
 void refill(core::Request& req, CollectiveKind kind, const TensorView& in, const TensorView* out);
-bool refill_unless_same(core::Request& req, CollectiveKind kind, const TensorView& in,
-                        const TensorView* out, ReduceOp op = ReduceOp::kSum, std::size_t root = 0,
-                        bool has_input = true);
+bool refill_unless_same(core::Request& req, bool compare_only, CollectiveKind kind,
+                        const TensorView& in, const TensorView* out, ReduceOp op = ReduceOp::kSum,
+                        std::size_t root = 0, bool has_input = true);
 }  // namespace
 
 Status Communicator::barrier(std::size_t rank) {
@@ -1034,14 +1064,17 @@ void refill(core::Request& req, CollectiveKind kind, const TensorView& in, const
 // Whether `req` holds these arguments already (a rank calling again with the
 // same buffers): then only the fingerprint's shape is cleared, as refill
 // clears it; else refill with them (`op`, `root`, `has_input` too).
-bool refill_unless_same(core::Request& req, CollectiveKind kind, const TensorView& in,
-                        const TensorView* out, ReduceOp op, std::size_t root, bool has_input) {
+// With `compare_only`, the request is left as it is either way.
+bool refill_unless_same(core::Request& req, bool compare_only, CollectiveKind kind,
+                        const TensorView& in, const TensorView* out, ReduceOp op, std::size_t root,
+                        bool has_input) {
   if (req.kind == kind && req.dtype == in.dtype && req.op == op && req.root == root &&
       req.has_input == has_input && req.send_counts.empty() && core::same_view(req.in, in) &&
       (out != nullptr ? req.out && core::same_view(*req.out, *out) : !req.out)) {
     req.shape.clear();
     return true;
   }
+  if (compare_only) return false;
   refill(req, kind, in, out);
   req.op = op;
   req.root = root;
@@ -1069,8 +1102,9 @@ Status Communicator::all_reduce_into(std::size_t rank, const TensorView& in, con
                                      ReduceOp op, CallOptions o) {
   return impl_
       ->call(rank, o,
-             [&](core::Request& req) {
-               return refill_unless_same(req, CollectiveKind::kAllReduce, in, &out, op);
+             [&](core::Request& req, bool compare_only) {
+               return refill_unless_same(req, compare_only, CollectiveKind::kAllReduce, in, &out,
+                                         op);
              })
       .status();
 }
@@ -1090,8 +1124,9 @@ Status Communicator::reduce_into(std::size_t rank, const TensorView& in, const T
                                  ReduceOp op, std::size_t root, CallOptions o) {
   return impl_
       ->call(rank, o,
-             [&](core::Request& req) {
-               return refill_unless_same(req, CollectiveKind::kReduce, in, &out, op, root);
+             [&](core::Request& req, bool compare_only) {
+               return refill_unless_same(req, compare_only, CollectiveKind::kReduce, in, &out, op,
+                                         root);
              })
       .status();
 }
@@ -1111,11 +1146,12 @@ Status Communicator::broadcast_into(std::size_t rank, const TensorView* in, cons
                                     CallOptions o) {
   return impl_
       ->call(rank, o,
-             [&](core::Request& req) {
+             [&](core::Request& req, bool compare_only) {
                if (in != nullptr)
-                 return refill_unless_same(req, CollectiveKind::kBroadcast, *in, &out);
+                 return refill_unless_same(req, compare_only, CollectiveKind::kBroadcast, *in,
+                                           &out);
                // A receiver: no input, its dtype and device from the output.
-               return refill_unless_same(req, CollectiveKind::kBroadcast,
+               return refill_unless_same(req, compare_only, CollectiveKind::kBroadcast,
                                          TensorView{nullptr, out.dtype, {}, out.device, out.stream},
                                          &out, ReduceOp::kSum, 0, false);
              })
@@ -1132,8 +1168,8 @@ Status Communicator::all_gather_into(std::size_t rank, const TensorView& in, con
                                      CallOptions o) {
   return impl_
       ->call(rank, o,
-             [&](core::Request& req) {
-               return refill_unless_same(req, CollectiveKind::kAllGather, in, &out);
+             [&](core::Request& req, bool compare_only) {
+               return refill_unless_same(req, compare_only, CollectiveKind::kAllGather, in, &out);
              })
       .status();
 }
@@ -1150,8 +1186,9 @@ Status Communicator::reduce_scatter_into(std::size_t rank, const TensorView& in,
                                          const TensorView& out, ReduceOp op, CallOptions o) {
   return impl_
       ->call(rank, o,
-             [&](core::Request& req) {
-               return refill_unless_same(req, CollectiveKind::kReduceScatter, in, &out, op);
+             [&](core::Request& req, bool compare_only) {
+               return refill_unless_same(req, compare_only, CollectiveKind::kReduceScatter, in,
+                                         &out, op);
              })
       .status();
 }

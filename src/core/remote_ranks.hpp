@@ -27,6 +27,12 @@ class Bootstrap;
 
 namespace ruccl::core {
 
+// A communicator's requests per local rank: two collectives' ways (two calls
+// taking turns keep each its own), then the barrier's. A request_key modulo
+// kRequestWays is its request's way.
+inline constexpr std::size_t kRequestWays = 3;
+inline constexpr std::size_t kBarrierWay = 2;
+
 // The step executors of one rank for one collective.
 struct Executors {
   // Runs the algorithm over every rank of the world. Null: the whole world is
@@ -113,6 +119,9 @@ class RemoteRanks {
   // `request_key`: nonzero where the caller promises that the same key of
   // the same local rank means the same request (every field check_local
   // reads): what lean_post derives from the request alone may be kept for it.
+  // The key modulo kRequestWays is the request's way (the communicator keeps
+  // that many requests per rank, each with its own keys): a cache of
+  // kRequestWays entries indexed by it keeps every request's.
   virtual std::optional<Status> lean_post(std::size_t /*local*/, std::uint64_t /*seq*/,
                                           const Request& /*req*/, const Geometry& /*geometry*/,
                                           std::uint64_t /*request_key*/) {

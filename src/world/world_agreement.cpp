@@ -146,15 +146,27 @@ struct LeanScratch {
   std::vector<LeanHeader> heads;
   std::vector<const std::byte*> inputs;
   std::vector<std::size_t> sizes;
-  LeanPlan plan;  // of the last lean collective (its vectors' room kept)
-  // The headers and sizes `plan` was made from (lean_fits, a pure function of
-  // them but for an all-to-all-v, whose counts ride in the slots): the same
-  // slots again take it as it is. Empty: none kept.
-  std::vector<LeanHeader> fitted_heads;
-  std::vector<std::size_t> fitted_sizes;
+  // Per request way (core::kRequestWays: the request_key's way), the plan of
+  // its last lean collective and what it was fitted from.
+  struct Fitted {
+    LeanPlan plan;  // (its vectors' room kept)
+    // The headers and sizes `plan` was made from (lean_fits, a pure function
+    // of them but for an all-to-all-v, whose counts ride in the slots): the
+    // same slots again take it as it is. Empty: none kept.
+    std::vector<LeanHeader> heads;
+    std::vector<std::size_t> sizes;
+    // The peers' slot forms `plan` was fitted from, two words each, where
+    // every one was compact and this rank's request was keyed (`key`): the
+    // same words and sizes again are the same headers, taken without
+    // decoding.
+    std::vector<std::array<std::uint64_t, 2>> raw;
+    bool compact = false;
+    std::uint64_t key = 0;
+  };
+  std::array<Fitted, core::kRequestWays> fits;
   // This rank's own header for a request the communicator keyed (its
   // request_key: the same key, the same request), built and encoded once:
-  // two entries, a collective's request and a barrier's taking turns.
+  // one entry per request way.
   struct Own {
     std::uint64_t key = 0;  // 0: none
     bool direct = false;    // its form (the node's readability may turn it on later)
@@ -162,14 +174,9 @@ struct LeanScratch {
     std::array<std::byte, kLeanHeader> raw{};  // its slot form
     std::size_t bytes = 0;                     // of raw
   };
-  std::array<Own, 2> own;
-  // The peers' slot forms `plan` was fitted from, two words each, where every
-  // one was compact and this rank's request was keyed (`fitted_key`): the
-  // same words and sizes again are the same headers, taken without decoding.
-  std::vector<std::array<std::uint64_t, 2>> raw, fitted_raw;
-  std::vector<char> compact;  // per rank: its slot this call was compact
-  bool fitted_compact = false;
-  std::uint64_t fitted_key = 0;
+  std::array<Own, core::kRequestWays> own;
+  std::vector<std::array<std::uint64_t, 2>> raw;  // per rank: its slot's first two words
+  std::vector<char> compact;                      // per rank: its slot this call was compact
   // What lean_post published for lean_collect (head null: nothing posted).
   struct Posted {
     std::uint64_t seq = 0;
@@ -188,15 +195,15 @@ struct LeanScratch {
   std::vector<std::size_t> watch;      // the node's other ranks (await_readers)
 };
 
-// Whether the slots hold the headers and sizes k.plan was fitted from (word
+// Whether the slots hold the headers and sizes f.plan was fitted from (word
 // by word, in place: no memcmp call per small collective).
-bool fitted_again(const LeanScratch& k) {
+bool fitted_again(const LeanScratch::Fitted& f, const LeanScratch& k) {
   const std::size_t world = k.heads.size();
-  if (k.fitted_heads.size() != world) return false;
+  if (f.heads.size() != world) return false;
   for (std::size_t r = 0; r < world; ++r) {
-    if (k.fitted_sizes[r] != k.sizes[r]) return false;
+    if (f.sizes[r] != k.sizes[r]) return false;
     for (std::size_t w = 0; w < k.heads[r].size(); ++w)
-      if (k.fitted_heads[r][w] != k.heads[r][w]) return false;
+      if (f.heads[r][w] != k.heads[r][w]) return false;
   }
   return true;
 }
@@ -605,7 +612,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       return std::nullopt;
     LeanScratch& k = lean_[local];
     // (A keyed request's header is built once; an all-to-all-v's each time.)
-    LeanScratch::Own& own = k.own[request_key & 1];
+    LeanScratch::Own& own = k.own[request_key % core::kRequestWays];
     if (request_key == 0 || a2a || own.key != request_key || own.direct != direct) {
       own.key = 0;
       own.head = lean_header(req, geometry, view);
@@ -673,10 +680,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       k.compact.resize(world_);
     }
     bool lean = true, any_direct = false;  // (any_direct: a peer's input is read from its memory)
-    // Whether every slot so far is as when k.plan was fitted (this rank's
+    LeanScratch::Fitted& fit = k.fits[request_key % core::kRequestWays];
+    // Whether every slot so far is as when fit.plan was fitted (this rank's
     // request by its key, the peers' by their words and sizes).
-    bool same =
-        k.fitted_compact && request_key != 0 && request_key == k.fitted_key && !direct && !a2a;
+    bool same = fit.compact && request_key != 0 && request_key == fit.key && !direct && !a2a;
     for (std::size_t r = 0; r < world_; ++r) {
       k.inputs[r] = nullptr;
       k.sizes[r] = 0;
@@ -699,9 +706,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       }
       std::array<std::uint64_t, 2> words{};
       if (got.size() >= kCompactHeader) std::memcpy(words.data(), got.data(), kCompactHeader);
-      if (same && got.size() >= kCompactHeader && words == k.fitted_raw[r] &&
-          got.size() - kCompactHeader == k.fitted_sizes[r]) {
-        k.heads[r] = k.fitted_heads[r];
+      if (same && got.size() >= kCompactHeader && words == fit.raw[r] &&
+          got.size() - kCompactHeader == fit.sizes[r]) {
+        k.heads[r] = fit.heads[r];
         their = kCompactHeader;
       } else {
         same = false;
@@ -722,34 +729,34 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // Every rank saw the same slots: all fall back alike (no rank reads a
     // direct input then).
     if (!lean) return std::nullopt;
-    if (!same && (a2a || !fitted_again(k))) {
-      k.fitted_heads.clear();
-      k.fitted_compact = false;
-      if (!lean_fits(k.heads, k.sizes, k.inputs, world_, k.plan)) return std::nullopt;
+    if (!same && (a2a || !fitted_again(fit, k))) {
+      fit.heads.clear();
+      fit.compact = false;
+      if (!lean_fits(k.heads, k.sizes, k.inputs, world_, fit.plan)) return std::nullopt;
       if (!a2a) {
-        k.fitted_heads = k.heads;
-        k.fitted_sizes = k.sizes;
+        fit.heads = k.heads;
+        fit.sizes = k.sizes;
       }
     }
     // The peers' words kept for the next call where they were all compact
     // (a direct peer's size is its input's, not its slot's: never the same).
-    if (!same && !a2a && !direct && !any_direct && request_key != 0 && !k.fitted_heads.empty()) {
-      k.fitted_raw = k.raw;
-      k.fitted_key = request_key;
-      k.fitted_compact = true;
+    if (!same && !a2a && !direct && !any_direct && request_key != 0 && !fit.heads.empty()) {
+      fit.raw = k.raw;
+      fit.key = request_key;
+      fit.compact = true;
       for (std::size_t r = 0; r < world_; ++r)
-        if (r != me && k.compact[r] == 0) k.fitted_compact = false;
+        if (r != me && k.compact[r] == 0) fit.compact = false;
     }
     // The direct inputs this rank needs, copied from their ranks' memory;
     // then every direct rank hears that this one is done with its input.
     if (any_direct) {
-      Status read = read_direct(box, k, req, me, base, deadline);
+      Status read = read_direct(box, k, fit.plan, req, me, base, deadline);
       if (!read.is_ok()) return lean_failed(box, me - base, seq, req.kind, direct, read);
       for (std::size_t r = 0; r < world_; ++r)
         if (r != me && k.address[r] != 0) box.lean_done(r - base, me - base, seq);
     }
     auto outcome = core::catch_to_status(ErrorCode::kInternal, "the lean path", [&] {
-      return lean_run(k.plan, req, me, k.inputs, k.placed, adapter, device);
+      return lean_run(fit.plan, req, me, k.inputs, k.placed, adapter, device);
     });
     // A direct rank's input stays the readers' until every one is done.
     if (direct) {
@@ -816,9 +823,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   // a value form into k.read, at the offsets lean_run reads them at, k.inputs
   // then pointing there. Only the copying collectives come here
   // (direct_record refuses the others).
-  Status read_direct(node::Mailbox& box, LeanScratch& k, const core::Request& req, std::size_t me,
-                     std::size_t base, Clock::time_point deadline) {
-    const LeanPlan& plan = k.plan;
+  Status read_direct(node::Mailbox& box, LeanScratch& k, const LeanPlan& plan,
+                     const core::Request& req, std::size_t me, std::size_t base,
+                     Clock::time_point deadline) {
     const std::size_t es = dtype_size(plan.dtype);
     const bool a2a = plan.kind == CollectiveKind::kAllToAllV;
     const std::size_t counts = a2a ? world_ * sizeof(std::uint64_t) : 0;
