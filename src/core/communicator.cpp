@@ -745,7 +745,8 @@ namespace {
 void refill(core::Request& req, CollectiveKind kind, const TensorView& in, const TensorView* out);
 bool refill_unless_same(core::Request& req, bool compare_only, CollectiveKind kind,
                         const TensorView& in, const TensorView* out, ReduceOp op = ReduceOp::kSum,
-                        std::size_t root = 0, bool has_input = true);
+                        std::size_t root = 0, bool has_input = true,
+                        std::span<const std::size_t> send_counts = {});
 }  // namespace
 
 Status Communicator::barrier(std::size_t rank) {
@@ -1067,9 +1068,10 @@ void refill(core::Request& req, CollectiveKind kind, const TensorView& in, const
 // With `compare_only`, the request is left as it is either way.
 bool refill_unless_same(core::Request& req, bool compare_only, CollectiveKind kind,
                         const TensorView& in, const TensorView* out, ReduceOp op, std::size_t root,
-                        bool has_input) {
+                        bool has_input, std::span<const std::size_t> send_counts) {
   if (req.kind == kind && req.dtype == in.dtype && req.op == op && req.root == root &&
-      req.has_input == has_input && req.send_counts.empty() && core::same_view(req.in, in) &&
+      req.has_input == has_input && std::ranges::equal(req.send_counts, send_counts) &&
+      core::same_view(req.in, in) &&
       (out != nullptr ? req.out && core::same_view(*req.out, *out) : !req.out)) {
     req.shape.clear();
     return true;
@@ -1079,6 +1081,7 @@ bool refill_unless_same(core::Request& req, bool compare_only, CollectiveKind ki
   req.op = op;
   req.root = root;
   req.has_input = has_input;
+  req.send_counts.assign(send_counts.begin(), send_counts.end());
   return false;
 }
 
@@ -1209,9 +1212,10 @@ Status Communicator::all_to_all_v_into(std::size_t rank, const TensorView& in,
                                        std::span<const std::size_t> send_counts,
                                        const TensorView& out,
                                        std::vector<std::size_t>& recv_counts, CallOptions o) {
-  auto r = impl_->call(rank, o, [&](core::Request& req) {
-    refill(req, CollectiveKind::kAllToAllV, in, &out);
-    req.send_counts.assign(send_counts.begin(), send_counts.end());
+  // (Compared first: a loop over the same buffers and counts keeps its key.)
+  auto r = impl_->call(rank, o, [&](core::Request& req, bool compare_only) {
+    return refill_unless_same(req, compare_only, CollectiveKind::kAllToAllV, in, &out,
+                              ReduceOp::kSum, 0, true, send_counts);
   });
   RUCCL_TRY(r);
   // (Into the caller's vector, its room kept.)

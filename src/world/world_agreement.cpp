@@ -161,6 +161,12 @@ struct LeanScratch {
     // decoding.
     std::vector<std::array<std::uint64_t, 2>> raw;
     bool compact = false;
+    // An all-to-all-v's: every rank's send counts (world words each, from
+    // its slot) beside `heads` and `sizes`, kept where this rank's request
+    // was keyed (`key`): the same headers, counts and sizes again are the
+    // same plan.
+    std::vector<std::uint64_t> counts;
+    bool a2a = false;
     std::uint64_t key = 0;
   };
   std::array<Fitted, core::kRequestWays> fits;
@@ -206,6 +212,28 @@ bool fitted_again(const LeanScratch::Fitted& f, const LeanScratch& k) {
       if (f.heads[r][w] != k.heads[r][w]) return false;
   }
   return true;
+}
+
+// Whether rank r's all-to-all-v slot (header, send counts, size) is the one
+// `f` kept (keep_a2a): word by word, the counts in place.
+bool same_a2a_slot(const LeanScratch::Fitted& f, const LeanScratch& k, std::size_t r) {
+  const std::size_t world = k.heads.size();
+  if (f.heads.size() != world || f.sizes[r] != k.sizes[r] || f.heads[r] != k.heads[r] ||
+      k.sizes[r] < world * sizeof(std::uint64_t))
+    return false;
+  return std::memcmp(k.inputs[r], f.counts.data() + r * world, world * sizeof(std::uint64_t)) == 0;
+}
+
+// Keeps the all-to-all-v's slots that fitted f.plan for request `key`.
+void keep_a2a(LeanScratch::Fitted& f, const LeanScratch& k, std::uint64_t key) {
+  const std::size_t world = k.heads.size();
+  f.heads = k.heads;
+  f.sizes = k.sizes;
+  f.counts.resize(world * world);
+  for (std::size_t r = 0; r < world; ++r)
+    std::memcpy(f.counts.data() + r * world, k.inputs[r], world * sizeof(std::uint64_t));
+  f.key = key;
+  f.a2a = true;
 }
 
 // Attempts of one split by member list at claiming a slot on every member
@@ -611,15 +639,16 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     if (kLeanHeader + counts + (direct ? kLeanAddress : data) > box.shape().lean_bytes)
       return std::nullopt;
     LeanScratch& k = lean_[local];
-    // (A keyed request's header is built once; an all-to-all-v's each time.)
+    // (A keyed request's header is built once: the key stands for its
+    // arguments, an all-to-all-v's send counts too.)
     LeanScratch::Own& own = k.own[request_key % core::kRequestWays];
-    if (request_key == 0 || a2a || own.key != request_key || own.direct != direct) {
+    if (request_key == 0 || own.key != request_key || own.direct != direct) {
       own.key = 0;
       own.head = lean_header(req, geometry, view);
       if (direct) own.head[0] |= kDirectBit;
       own.bytes = encode_lean_head(own.head, own.raw.data());  // (an all-to-all-v's: 64)
       own.direct = direct;
-      own.key = a2a ? 0 : request_key;
+      own.key = request_key;
     }
     const LeanHeader& head = own.head;
     const std::span<std::byte> slot = box.slot(me - base, seq, node::Lane::kLean);
@@ -683,7 +712,11 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     LeanScratch::Fitted& fit = k.fits[request_key % core::kRequestWays];
     // Whether every slot so far is as when fit.plan was fitted (this rank's
     // request by its key, the peers' by their words and sizes).
-    bool same = fit.compact && request_key != 0 && request_key == fit.key && !direct && !a2a;
+    const bool keyed = request_key != 0 && request_key == fit.key && !direct;
+    bool same = fit.compact && keyed && !a2a;
+    // (An all-to-all-v's slots, each compared whole with fit's: headers,
+    // counts and sizes.)
+    bool same_a2a = fit.a2a && keyed && a2a;
     for (std::size_t r = 0; r < world_; ++r) {
       k.inputs[r] = nullptr;
       k.sizes[r] = 0;
@@ -721,6 +754,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       k.compact[r] = their == kCompactHeader ? 1 : 0;
       k.inputs[r] = got.data() + their;
       k.sizes[r] = got.size() - their;
+      if (same_a2a && !same_a2a_slot(fit, k, r)) same_a2a = false;
       if ((k.heads[r][0] & kDirectBit) != 0) {
         if (direct_record(k, r, a2a)) any_direct = true;
         else lean = false;
@@ -729,13 +763,16 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // Every rank saw the same slots: all fall back alike (no rank reads a
     // direct input then).
     if (!lean) return std::nullopt;
-    if (!same && (a2a || !fitted_again(fit, k))) {
+    if (a2a ? !same_a2a : !same && !fitted_again(fit, k)) {
       fit.heads.clear();
       fit.compact = false;
+      fit.a2a = false;
       if (!lean_fits(k.heads, k.sizes, k.inputs, world_, fit.plan)) return std::nullopt;
       if (!a2a) {
         fit.heads = k.heads;
         fit.sizes = k.sizes;
+      } else if (!direct && !any_direct && request_key != 0) {
+        keep_a2a(fit, k, request_key);
       }
     }
     // The peers' words kept for the next call where they were all compact

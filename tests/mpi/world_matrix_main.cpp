@@ -431,6 +431,53 @@ TEST(WorldRequests, ARepeatedCallTakesNothingStaleFromTheOneBefore) {
   });
 }
 
+// An all-to-all-v repeated over the same buffers and send counts takes the
+// plan the lean path kept from the last call only while every peer's slot is
+// the same too: here the last rank moves a row between its blocks each call
+// (its total, so its slot's size, unchanged) while the others repeat theirs
+// with new values, and every rank gets each call's rows and counts.
+TEST(WorldRequests, ARepeatedAllToAllVSeesEachPeersNewCounts) {
+  on_each_rank([](Communicator* comm, Failures& f, const RankCase& c) {
+    const std::size_t rank = c.rank, world = c.world;
+    const bool last = rank == world - 1;
+    // Rows from s to d in call i: 1 + (d % 2), the last rank's 2 to rank
+    // (i % world) and 1 to the others.
+    const auto rows = [&](std::size_t s, std::size_t d, std::size_t i) -> std::size_t {
+      if (s != world - 1) return 1 + d % 2;
+      return d == i % world ? 2 : 1;
+    };
+    const auto value = [](std::size_t s, std::size_t d, std::size_t j, std::size_t i) {
+      return static_cast<std::int32_t>(1000 * s + 100 * d + 10 * i + j);
+    };
+    std::size_t total = 0;
+    for (std::size_t d = 0; d < world; ++d) total += rows(rank, d, 0);
+    std::vector<std::int32_t> in(total), out(3 * world, -7);
+    std::vector<std::size_t> counts(world), recv;
+    const TensorView vin = TensorView::of(in.data(), DataType::kI32, total, c.dev);
+    const TensorView vout = TensorView::of(out.data(), DataType::kI32, out.size(), c.dev);
+    for (std::size_t i = 0; i < 2 * world + 2; ++i) {
+      std::size_t at = 0;
+      for (std::size_t d = 0; d < world; ++d) {
+        counts[d] = rows(rank, d, i);
+        for (std::size_t j = 0; j < counts[d]; ++j) in[at++] = value(rank, d, j, i);
+      }
+      const Status st = comm->all_to_all_v_into(rank, vin, counts, vout, recv);
+      RANK_CHECK(f, rank, st.is_ok() && recv.size() == world,
+                 "call " << i << (last ? " (the last rank)" : "") << ": " << describe(st));
+      if (!st.is_ok() || recv.size() != world) return;
+      at = 0;
+      for (std::size_t s = 0; s < world; ++s) {
+        RANK_CHECK(f, rank, recv[s] == rows(s, rank, i),
+                   "call " << i << ": " << recv[s] << " rows from rank " << s << ", expected "
+                           << rows(s, rank, i));
+        for (std::size_t j = 0; j < recv[s] && at < out.size(); ++j, ++at)
+          RANK_CHECK(f, rank, out[at] == value(s, rank, j, i),
+                     "call " << i << ": row " << j << " from rank " << s << " is " << out[at]);
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace ruccl::test
 
