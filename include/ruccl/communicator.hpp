@@ -63,8 +63,11 @@ struct CallOptions {
 //   - across processes, host buffers (and device buffers UCX moves itself):
 //     copies land in place (all_gather, broadcast, all_to_all_v: 0); a
 //     reduction receives each message into a buffer first and combines it,
-//     one message per peer at a time, so the peak is the largest message
-//     received, at most max_chunk_bytes (one buffer per peer a step receives
+//     two messages per peer in flight where two fit max_chunk_bytes (the
+//     next arrives while one is combined; messages between processes carry
+//     at most 1 MiB, so from a 2 MiB budget on), else one at a time: the
+//     peak is at most max_chunk_bytes, or the largest message where one is
+//     all the budget holds (one or two buffers per peer a step receives
 //     from; every algorithm here receives from one peer per reducing step).
 //   - across processes, device buffers UCX cannot move (the staged pipeline):
 //     its host buffers: (peers sent to + peers received from in a step) x 2

@@ -6,8 +6,9 @@
 // message at these sizes). A larger payload goes zero-copy from and into the
 // caller's buffers, its header as a separate message just before it, under
 // the same tag with kHeaderCommBit set (UCX keeps one sender's messages in
-// order). Headers and payload checksums are checked once everything arrived,
-// before exchange returns: no caller uses a payload that failed them.
+// order). Headers and payload checksums are checked once everything (of a
+// round) arrived, before exchange returns (or the round is handed to its
+// caller): no caller uses a payload that failed them.
 //
 // Protocol of one exchange:
 //  1. Check every op (peer index, buffer, peer still usable) before posting
@@ -19,6 +20,10 @@
 //     exact size) and freed. Stop at the first error, when nothing is in
 //     flight, when a peer we still wait on has failed, on abort, or at the
 //     deadline. Otherwise ucp_worker_progress (sched_yield if it did nothing).
+//     Rounds (exchange_rounds; a plain exchange is one): steps 2-3 post
+//     `depth` rounds; once every receive of the oldest round completed, its
+//     headers and checksums are checked, the caller's done(round) uses it,
+//     and the round `depth` later is posted (into the buffers it freed).
 //  4. On any error, cancel what is still in flight before returning, so that
 //     no request outlives the caller's buffers: ucp_request_cancel for
 //     receives; a send cannot be cancelled in UCX 1.13, so its endpoint is
@@ -32,6 +37,7 @@
 //     cancelling may cut a peer that is alive and waits on this rank), also
 //     when it failed before posting anything (aborted, a peer unusable).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -74,7 +80,8 @@ class ExchangeRound {
         recv_frames_(s_.recv_frames),
         send_frames_(s_.send_frames),
         messages_(s_.messages),
-        in_flight_(s_.in_flight) {
+        in_flight_(s_.in_flight),
+        pending_(s_.pending) {
     messages_.clear();
     in_flight_.clear();
   }
@@ -89,8 +96,8 @@ class ExchangeRound {
   ExchangeRound(const ExchangeRound&) = delete;
   ExchangeRound& operator=(const ExchangeRound&) = delete;
 
-  Status run(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
-             Clock::time_point deadline);
+  // A plain exchange is one round at depth 1, `done` null.
+  Status run(const Rounds& rounds, const RoundDone* done, Clock::time_point deadline);
 
  private:
   using Message = ExchangeMessage;
@@ -110,11 +117,17 @@ class ExchangeRound {
   std::byte* frame(std::size_t at) { return s_.frames.data() + at; }
   void post_recv_op(const RecvOp& op, Frame& f);
   void post_send_op(const SendOp& op, std::size_t at);
+  // Posts round r's receives, then its sends.
+  void post_round(const Rounds& rounds, std::size_t r);
+  // The rounds whose receives all arrived, in order: their frames checked,
+  // handed to `done`, and each followed by the next round not yet posted.
+  Status deliver(const Rounds& rounds, const RoundDone* done);
   void post_recv(void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer,
                  std::size_t header = 0, bool up_to = false);
   void post_send(const void* data, std::size_t bytes, std::uint64_t tag, std::size_t peer,
                  std::size_t header = 0);
-  Status check_frames(std::span<const RecvOp> recvs);
+  // recvs[begin, end)'s headers and payloads.
+  Status check_frames(std::span<const RecvOp> recvs, std::size_t begin, std::size_t end);
   void poll();
   Status check_completed(const Message& m) const;
   Status failed_peer_error() const;
@@ -133,14 +146,47 @@ class ExchangeRound {
   std::vector<std::size_t>& send_frames_;
   std::vector<Message>& messages_;
   std::vector<std::size_t>& in_flight_;
+  std::vector<std::size_t>& pending_;  // per round: its receive messages in flight
+  std::size_t posted_ = 0;             // rounds posted
+  std::size_t delivered_ = 0;          // rounds delivered
   Status first_error_;  // of the messages completed so far
 };
 
+namespace {
+
+// The one round of a plain exchange (not copyable: `rounds` points into it).
+struct OneRound {
+  OneRound(std::span<const SendOp> sends, std::span<const RecvOp> recvs)
+      : send_begin{0, sends.size()},
+        recv_begin{0, recvs.size()},
+        rounds{sends, recvs, send_begin, recv_begin, 1} {}
+  OneRound(const OneRound&) = delete;
+  OneRound& operator=(const OneRound&) = delete;
+  const std::array<std::size_t, 2> send_begin, recv_begin;
+  const Rounds rounds;
+};
+
+}  // namespace
+
 Status UcxTransport::exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                               Clock::time_point deadline) {
+  const OneRound one(sends, recvs);
+  return data_exchange(one.rounds, nullptr, deadline);
+}
+
+Status UcxTransport::exchange_rounds(const Rounds& rounds, const RoundDone& done,
+                                     Clock::time_point deadline) {
+  RUCCL_TRY(check_rounds(rounds));
+  return data_exchange(rounds, done ? &done : nullptr, deadline);
+}
+
+Status UcxTransport::data_exchange(const Rounds& rounds, const RoundDone* done,
+                                   Clock::time_point deadline) {
+  const std::span<const SendOp> sends = rounds.sends;
+  const std::span<const RecvOp> recvs = rounds.recvs;
   const Claim claim(*this, deadline, "exchange");
   RUCCL_TRY(claim.status());  // the abort notice is being sent, or another call kept it
-  const Status status = run_exchange(sends, recvs, deadline, WireKind::kData);
+  const Status status = run_exchange(rounds, done, deadline, WireKind::kData);
   // Tell the peers, unless this was a misuse (nothing was posted) or the
   // failure is one a peer already reported (every peer got that notice too).
   if (!status && status.code() != ErrorCode::kInvalidArgument && !notice_from_peer_) {
@@ -159,9 +205,15 @@ Status UcxTransport::exchange(std::span<const SendOp> sends, std::span<const Rec
 
 Status UcxTransport::run_exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                                   Clock::time_point deadline, WireKind kind) {
+  const OneRound one(sends, recvs);
+  return run_exchange(one.rounds, nullptr, deadline, kind);
+}
+
+Status UcxTransport::run_exchange(const Rounds& rounds, const RoundDone* done,
+                                  Clock::time_point deadline, WireKind kind) {
   return core::catch_to_status(ErrorCode::kInternal, "exchange", [&] {
     ExchangeRound run(*this, kind);
-    return run.run(sends, recvs, deadline);
+    return run.run(rounds, done, deadline);
   });
 }
 
@@ -421,10 +473,40 @@ void ExchangeRound::post_send(const void* data, std::size_t bytes, std::uint64_t
   messages_.push_back(std::move(m));
 }
 
+void ExchangeRound::post_round(const Rounds& rounds, std::size_t r) {
+  const std::size_t first = messages_.size();
+  for (std::size_t i = rounds.recv_begin[r]; i < rounds.recv_begin[r + 1]; ++i)
+    post_recv_op(rounds.recvs[i], recv_frames_[i]);
+  for (std::size_t i = rounds.send_begin[r]; i < rounds.send_begin[r + 1]; ++i)
+    post_send_op(rounds.sends[i], send_frames_[i]);
+  for (std::size_t i = first; i < messages_.size(); ++i) {
+    Message& m = messages_[i];
+    m.round = r;
+    if (m.status == UCS_INPROGRESS) {
+      in_flight_.push_back(i);
+      if (m.is_recv) ++pending_[r];
+    } else if (first_error_.is_ok()) {
+      first_error_ = check_completed(m);  // completed (or failed) at once
+    }
+  }
+}
+
+Status ExchangeRound::deliver(const Rounds& rounds, const RoundDone* done) {
+  while (delivered_ < posted_ && pending_[delivered_] == 0) {
+    const std::size_t r = delivered_;
+    RUCCL_TRY(check_frames(rounds.recvs, rounds.recv_begin[r], rounds.recv_begin[r + 1]));
+    if (done != nullptr) RUCCL_TRY((*done)(r));
+    ++delivered_;
+    if (posted_ < rounds.rounds()) post_round(rounds, posted_++);
+  }
+  return Status::ok();
+}
+
 // Every header against the receive it arrived for, then payload checksums;
 // inline payloads are copied out only after both checks.
-Status ExchangeRound::check_frames(std::span<const RecvOp> recvs) {
-  for (std::size_t i = 0; i < recvs.size(); ++i) {
+Status ExchangeRound::check_frames(std::span<const RecvOp> recvs, std::size_t begin,
+                                   std::size_t end) {
+  for (std::size_t i = begin; i < end; ++i) {
     const RecvOp& op = recvs[i];
     const Frame& f = recv_frames_[i];
     const TagFields tag = split_tag(op.tag);
@@ -468,6 +550,7 @@ void ExchangeRound::poll() {
     }
     if (m.status == UCS_INPROGRESS) return false;
     m.request.reset();
+    if (m.is_recv && m.round < pending_.size()) --pending_[m.round];
     if (first_error_.is_ok()) first_error_ = check_completed(m);
     return true;
   });
@@ -618,8 +701,9 @@ std::string ExchangeRound::cancel_outstanding() {
   return note;
 }
 
-Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
-                          Clock::time_point deadline) {
+Status ExchangeRound::run(const Rounds& rounds, const RoundDone* done, Clock::time_point deadline) {
+  const std::span<const SendOp> sends = rounds.sends;
+  const std::span<const RecvOp> recvs = rounds.recvs;
   RUCCL_TRY(check_ops(sends, recvs));
   RUCCL_TRY(prefer_notice(check_peers(sends, recvs)));
   // A failure notice is sent whatever the abort flag says (an abort is what
@@ -636,15 +720,9 @@ Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp>
   lay_out_frames(sends, recvs);
   messages_.reserve(2 * (recvs.size() + sends.size()));
   in_flight_.reserve(2 * (recvs.size() + sends.size()));
-  for (std::size_t i = 0; i < recvs.size(); ++i) post_recv_op(recvs[i], recv_frames_[i]);
-  for (std::size_t i = 0; i < sends.size(); ++i) post_send_op(sends[i], send_frames_[i]);
-  for (std::size_t i = 0; i < messages_.size(); ++i) {
-    if (messages_[i].status == UCS_INPROGRESS) {
-      in_flight_.push_back(i);
-    } else if (first_error_.is_ok()) {
-      first_error_ = check_completed(messages_[i]);  // completed (or failed) at once
-    }
-  }
+  pending_.assign(rounds.rounds(), 0);
+  while (posted_ < rounds.rounds() && posted_ < std::max<std::size_t>(rounds.depth, 1))
+    post_round(rounds, posted_++);
 
   Status error;
   auto next_liveness = Clock::now() + kLivenessPeriod;
@@ -655,23 +733,22 @@ Status ExchangeRound::run(std::span<const SendOp> sends, std::span<const RecvOp>
       error = prefer_notice(error);
       break;
     }
-    if (in_flight_.empty()) {
-      // A peer's notice that arrived with (after) the messages: a rank that
-      // was idle when its peers failed must not complete what they did not
-      // (their messages were queued here before their notice).
-      if (!notice) {
-        settle();  // whatever else already arrived is matched first
-        error = t_.notice();
-        if (!error) {
-          error = Status(error.code(), error.message() + "; at rank " + std::to_string(t_.self_) +
-                                           ", on completing this exchange");
-          break;
-        }
+    // A peer's notice that arrived with (after) the messages: a rank that
+    // was idle when its peers failed must not complete what they did not
+    // (their messages were queued here before their notice).
+    if (in_flight_.empty() && !notice) {
+      settle();  // whatever else already arrived is matched first
+      error = t_.notice();
+      if (!error) {
+        error = Status(error.code(), error.message() + "; at rank " + std::to_string(t_.self_) +
+                                         ", on completing this exchange");
+        break;
       }
-      error = check_frames(recvs);  // a failed check is told to the peers too
-      if (error) return error;
-      break;
     }
+    error = deliver(rounds, done);  // a failed check is told to the peers too
+    if (!error) break;
+    if (delivered_ == rounds.rounds() && in_flight_.empty()) return Status::ok();
+    if (in_flight_.empty()) continue;  // the rounds just posted completed at once
     // The rare ways out, every few rounds (a round is well under a microsecond).
     if (round % kRareChecksEvery == 0) {
       error = failed_peer_error();

@@ -98,6 +98,26 @@ inline constexpr auto kLivenessPeriod = std::chrono::milliseconds(20);
 
 enum class MemoryType { kHost, kCuda };
 
+// One algorithm step's messages in rounds (Transport::exchange_rounds): round
+// r is sends[send_begin[r], send_begin[r + 1]) and recvs[recv_begin[r],
+// recv_begin[r + 1]). Both begin lists have rounds + 1 entries, start at 0,
+// never decrease and end at their span's size (check_rounds).
+struct Rounds {
+  std::span<const SendOp> sends;
+  std::span<const RecvOp> recvs;
+  std::span<const std::size_t> send_begin;
+  std::span<const std::size_t> recv_begin;
+  // Rounds in flight at once (at least 1): round r + depth is posted once
+  // round r was delivered, so it may receive into round r's buffers.
+  std::size_t depth = 1;
+  std::size_t rounds() const { return send_begin.empty() ? 0 : send_begin.size() - 1; }
+};
+// Called with each round, in order, once every receive of it arrived and
+// passed its checks: what it received may be used (combined) now.
+using RoundDone = std::function<Status(std::size_t round)>;
+// kInvalidArgument naming what is wrong with `rounds`' lists.
+Status check_rounds(const Rounds& rounds);
+
 // One endpoint set of one local rank: a UCX worker connected to every peer.
 class Transport {
  public:
@@ -143,6 +163,19 @@ class Transport {
   // failed: later exchanges return that error ("... failed earlier: ...").
   virtual Status exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                           Clock::time_point deadline) = 0;
+
+  // The messages of `rounds`, `rounds.depth` rounds in flight: rounds 0 ..
+  // depth - 1 are posted at once, and round r + depth once round r was
+  // delivered: its receives arrived and passed their checks, and `done(r)`
+  // returned ok (it runs on the calling thread, in round order, while the
+  // next rounds' messages are on their way; null: nothing to call). An error
+  // from `done` ends the exchange like any failure (the peers hear of it,
+  // what is in flight is cancelled) and is returned. Returns once every
+  // message of every round completed; errors, notices and ownership as
+  // exchange(). This default runs one exchange() per round (no overlap); the
+  // UCX transport keeps the next rounds moving while `done` runs.
+  virtual Status exchange_rounds(const Rounds& rounds, const RoundDone& done,
+                                 Clock::time_point deadline);
 
   // Sends `error` (of collective `seq`) to every usable peer as a failure
   // notice, waiting a short bound (not the collective's deadline) for the

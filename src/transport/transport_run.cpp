@@ -1,6 +1,7 @@
 #include "transport/transport_run.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -58,7 +59,10 @@ MemoryPath choose_memory_path(DeviceKind buffers, bool transport_takes_device_me
 Status TransportRun::exchange_ops(std::uint32_t step, Clock::time_point deadline) {
   for (RecvOp& op : recv_ops_) op.seq = options_.seq;
   for (SendOp& op : send_ops_) op.seq = options_.seq;
-  const Status status = transport_.exchange(send_ops_, recv_ops_, deadline);
+  return step_error(transport_.exchange(send_ops_, recv_ops_, deadline), step);
+}
+
+Status TransportRun::step_error(Status status, std::uint32_t step) const {
   if (status) return status;
   return status.with_context(core::describe(options_.seq, options_.kind) + " step " +
                              std::to_string(step));
@@ -151,65 +155,98 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
 
 // A reduction step on the direct path: round r exchanges piece r of every
 // stream, both directions (a stream without one sits the round out), and
-// combines what it received before round r + 1 reuses the buffers. The peers
-// number pieces alike (ring::append_messages on both sides), so round r here
-// meets round r there; a peer running all of its messages in one exchange (a
-// step that does not stage) meets every round too.
+// combines what it received. The peers number pieces alike
+// (ring::append_messages on both sides), so round r here meets round r
+// there; a peer running all of its messages in one exchange (a step that
+// does not stage) meets every round too. kRoundsInFlight rounds are in flight
+// (Transport::exchange_rounds): each receiving stream has that many buffers,
+// round r's in buffer r % kRoundsInFlight, and round r + kRoundsInFlight is
+// posted once round r was combined, so piece r + 1 arrives while piece r is
+// combined.
 Status TransportRun::staged_rounds(Combine combine, Clock::time_point deadline) {
-  // One buffer per receiving stream, as large as its largest message: at most
-  // one message (max_chunk_bytes). Reallocated (freeing first) when too small,
-  // or when larger than this run's messages may be (a kept buffer of a run
-  // under a larger budget).
-  std::vector<StagingBuffer>& buffers =
-      options_.staging_cache != nullptr ? *options_.staging_cache : staging_buffers_;
-  if (buffers.size() < in_used_) buffers.resize(in_used_);
-  const std::size_t limit = options_.message_elements * dtype_size(work_.dtype);
+  // Two rounds in flight where two buffers per receiving stream fit the
+  // call's budget (options_.staging_bytes), else one (so staging stays within
+  // max_chunk_bytes: one message per peer, as before when the messages are
+  // as large as the budget allows).
+  std::size_t pipelined = 0;  // staging with kRoundsInFlight buffers per stream
   std::size_t rounds = 0;
   for (std::size_t s = 0; s < in_used_; ++s) {
-    std::size_t largest = 0;
-    for (std::size_t i : in_pieces_[s]) largest = std::max(largest, step_recvs_[i].op.bytes);
-    StagingBuffer& buffer = buffers[s];
-    if (buffer.bytes < largest || buffer.bytes > std::max(limit, largest)) {
-      buffer.data.reset();
-      buffer.bytes = 0;
-      buffer.data = std::make_unique_for_overwrite<std::byte[]>(largest);
-      buffer.bytes = largest;
-    }
-    rounds = std::max(rounds, in_pieces_[s].size());
+    const std::vector<std::size_t>& pieces = in_pieces_[s];
+    std::array<std::size_t, kRoundsInFlight> largest{};
+    for (std::size_t r = 0; r < pieces.size(); ++r)
+      largest[r % kRoundsInFlight] =
+          std::max(largest[r % kRoundsInFlight], step_recvs_[pieces[r]].op.bytes);
+    for (const std::size_t bytes : largest) pipelined += bytes;
+    rounds = std::max(rounds, pieces.size());
   }
+  const std::size_t depth = pipelined <= options_.staging_bytes ? kRoundsInFlight : 1;
+  // Buffer k of stream s (buffers[s * kRoundsInFlight + k], k < depth) as
+  // large as the largest message of its rounds (r % depth == k): at most one
+  // message. Reallocated (freeing first) when too small, or when larger than
+  // this run's messages may be (a kept buffer of a run under a larger budget).
+  std::vector<StagingBuffer>& buffers =
+      options_.staging_cache != nullptr ? *options_.staging_cache : staging_buffers_;
+  if (buffers.size() < in_used_ * kRoundsInFlight) buffers.resize(in_used_ * kRoundsInFlight);
+  const std::size_t limit = options_.message_elements * dtype_size(work_.dtype);
   std::size_t held = 0;
-  for (std::size_t s = 0; s < in_used_; ++s) held += buffers[s].bytes;
+  for (std::size_t s = 0; s < in_used_; ++s) {
+    const std::vector<std::size_t>& pieces = in_pieces_[s];
+    for (std::size_t k = 0; k < depth && k < pieces.size(); ++k) {
+      std::size_t largest = 0;
+      for (std::size_t r = k; r < pieces.size(); r += depth)
+        largest = std::max(largest, step_recvs_[pieces[r]].op.bytes);
+      StagingBuffer& buffer = buffers[s * kRoundsInFlight + k];
+      if (buffer.bytes < largest || buffer.bytes > std::max(limit, largest)) {
+        buffer.data.reset();
+        buffer.bytes = 0;
+        buffer.data = std::make_unique_for_overwrite<std::byte[]>(largest);
+        buffer.bytes = largest;
+      }
+      held += buffer.bytes;
+    }
+  }
   peak_staging_ = std::max(peak_staging_, held);
   for (std::size_t s = 0; s < out_used_; ++s) rounds = std::max(rounds, out_pieces_[s].size());
   rounds = std::max<std::size_t>(rounds, 1);  // a step without messages still exchanges (nothing)
 
+  const auto buffer_of = [&](std::size_t s, std::size_t r) {
+    return buffers[s * kRoundsInFlight + r % depth].data.get();
+  };
   std::swap(send_ops_, step_sends_);  // step_sends_: every send of the step
+  send_ops_.clear();                  // then: the step's sends and receives in round order
+  recv_ops_.clear();
+  send_begin_.assign(1, 0);
+  recv_begin_.assign(1, 0);
   for (std::size_t r = 0; r < rounds; ++r) {
-    send_ops_.clear();
-    recv_ops_.clear();
     for (std::size_t s = 0; s < out_used_; ++s)
       if (r < out_pieces_[s].size()) send_ops_.push_back(step_sends_[out_pieces_[s][r]]);
     for (std::size_t s = 0; s < in_used_; ++s) {
       if (r >= in_pieces_[s].size()) continue;
       RecvOp op = step_recvs_[in_pieces_[s][r]].op;
-      op.data = buffers[s].data.get();
+      op.data = buffer_of(s, r);
       recv_ops_.push_back(op);
     }
-    RUCCL_TRY(exchange_ops(step_ - 1, deadline));
-    // The round's messages combined, and complete before the next round
-    // receives into their buffers.
+    send_begin_.push_back(send_ops_.size());
+    recv_begin_.push_back(recv_ops_.size());
+  }
+  for (RecvOp& op : recv_ops_) op.seq = options_.seq;
+  for (SendOp& op : send_ops_) op.seq = options_.seq;
+  // Round r's messages combined, and complete before round r + depth
+  // receives into their buffers.
+  const RoundDone combined = [&](std::size_t r) -> Status {
     core::Queued queued(adapter_, work_.ranks[local_].queue());
-    RUCCL_TRY(queued.settle([&]() -> Status {
+    return queued.settle([&]() -> Status {
       for (std::size_t s = 0; s < in_used_; ++s) {
         if (r >= in_pieces_[s].size()) continue;
         const Transfer& t = *step_recvs_[in_pieces_[s][r]].transfer;
-        RUCCL_TRY(queued.add(core::combine(adapter_, work_, local_, t.dst_offset,
-                                           buffers[s].data.get(), t.src.count, combine)));
+        RUCCL_TRY(queued.add(core::combine(adapter_, work_, local_, t.dst_offset, buffer_of(s, r),
+                                           t.src.count, combine)));
       }
       return Status::ok();
-    }()));
-  }
-  return Status::ok();
+    }());
+  };
+  const Rounds plan{send_ops_, recv_ops_, send_begin_, recv_begin_, depth};
+  return step_error(transport_.exchange_rounds(plan, combined, deadline), step_ - 1);
 }
 
 // ---- The staged path (MemoryPath::kStaged) ----------------------------------

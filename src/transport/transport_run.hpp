@@ -10,22 +10,23 @@
 //     staging buffer of one message, applied with core::combine;
 //   - transfers from this rank to itself are done locally through the adapter;
 //   - Transport::exchange waits for all of them, with `timeout` as the deadline.
-// A step that stages (a reduction) runs in rounds: round r is one exchange of
-// the r-th message (piece r) between every pair of ranks, both directions, and
-// each received message is combined before the next round reuses its buffer.
-// So a rank holds one staging buffer per peer it receives from in the step (one
-// for the ring and chain algorithms), each at most one message, i.e. at most
-// max_chunk_bytes: staging never grows with the tensor. Peers' rounds pair up
-// by piece number, as in the staged pipeline below, so they cannot deadlock.
-// peak_staging_bytes() reports the most staging memory held at once.
-// Memory types are chosen in one place, choose_memory_path(), once per
-// TransportRun: host buffers go to the transport as they are; device buffers
-// too when the transport takes device memory (UCX built with CUDA); otherwise
-// every step runs staged_step(): the staging_pipeline.hpp schedule, device
-// ranges copied through a few host buffers per peer (the adapter's copy, and
-// core::combine of what arrived) in rounds, so that the copy of one segment overlaps the
-// send of the one before. The staged path sends the same messages under the
-// same tags as the direct one (unless staging_segment_bytes cuts them).
+// A step that stages (a reduction) runs in rounds: round r carries the r-th
+// message (piece r) between every pair of ranks, both directions, and two
+// rounds are in flight (Transport::exchange_rounds) where two messages per
+// peer fit the budget (TransportRunOptions::staging_bytes): round r + 1's
+// messages move while round r's are combined, and round r + 2 receives into
+// round r's buffers once those were combined; else one round at a time. So
+// a rank holds one or two staging buffers per peer it receives from in the
+// step, each at most one message, together at most max_chunk_bytes (or one
+// message, if that is more): staging never grows with the tensor. Peers' rounds pair up by piece
+// number, as in the staged pipeline below, so they cannot deadlock. peak_staging_bytes() reports
+// the most staging memory held at once. Memory types are chosen in one place, choose_memory_path(),
+// once per TransportRun: host buffers go to the transport as they are; device buffers too when the
+// transport takes device memory (UCX built with CUDA); otherwise every step runs staged_step(): the
+// staging_pipeline.hpp schedule, device ranges copied through a few host buffers per peer (the
+// adapter's copy, and core::combine of what arrived) in rounds, so that the copy of one segment
+// overlaps the send of the one before. The staged path sends the same messages under the same tags
+// as the direct one (unless staging_segment_bytes cuts them).
 #pragma once
 
 #include <chrono>
@@ -85,6 +86,10 @@ struct TransportRunOptions {
   // fresh pages; null: the run's own. A kept buffer is reused only when it
   // fits this run's message size (never larger than its budget).
   std::vector<StagingBuffer>* staging_cache = nullptr;
+  // What a reduction step on the direct path may hold in receive buffers
+  // (the call's budget, max_chunk_bytes): two rounds in flight where two
+  // buffers per receiving stream fit in it, else one round at a time (0).
+  std::size_t staging_bytes = 0;
   // The collective, named in front of every error ("collective #7
   // (all_reduce)", core::describe; made only then); none: "collective #<seq>".
   std::optional<CollectiveKind> kind{};
@@ -112,6 +117,11 @@ class TransportRun final : public ring::RankRun {
   // transport_.exchange of send_ops_/recv_ops_, stamped with the collective's
   // full sequence number (errors name step `step`).
   Status exchange_ops(std::uint32_t step, Clock::time_point deadline);
+  // `status`, named after the collective and step `step` where it failed.
+  Status step_error(Status status, std::uint32_t step) const;
+  // Rounds of a reduction step on the direct path in flight at once
+  // (staged_rounds): receive buffers per receiving stream.
+  static constexpr std::size_t kRoundsInFlight = 2;
   // The direct path's staged receives of one step, in rounds (see the top).
   Status staged_rounds(Combine combine, Clock::time_point deadline);
   // The memory a send reads, and a receive writes (core::resolve: kInternal
@@ -163,7 +173,9 @@ class TransportRun final : public ring::RankRun {
   std::vector<std::vector<std::size_t>> out_pieces_, in_pieces_;  // per stream: indices
   std::size_t out_used_ = 0, in_used_ = 0;                        // streams in this step
   std::vector<std::size_t> out_stream_of_, in_stream_of_;         // group rank -> stream
-  std::vector<StagingBuffer> staging_buffers_;                    // per receiving stream
+  std::vector<std::size_t> send_begin_, recv_begin_;              // rounds of send_ops_, recv_ops_
+  // kRoundsInFlight per receiving stream (staged_rounds)
+  std::vector<StagingBuffer> staging_buffers_;
   std::size_t peak_staging_ = 0;
   std::vector<std::uint32_t> pieces_;
   std::vector<Transfer> self_;  // transfers from this rank to itself (local indices)

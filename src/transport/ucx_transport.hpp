@@ -35,6 +35,7 @@ struct ExchangeMessage {
   std::size_t received = 0;  // receives: the length UCX delivered
   std::size_t header = 0;    // header bytes in front of an inline payload
   bool up_to = false;        // receives: a shorter message is fine (RecvOp::received)
+  std::size_t round = 0;     // its op's round (Transport::exchange_rounds)
   Request request;
 };
 // Where a receive's header (and inline payload) lands in the frame scratch.
@@ -49,6 +50,7 @@ struct ExchangeScratch {
   std::vector<std::size_t> send_frames;      // per send op: offset of its header
   std::vector<ExchangeMessage> messages;
   std::vector<std::size_t> in_flight;        // indices into messages
+  std::vector<std::size_t> pending;          // per round: its receive messages in flight
   bool busy = false;                         // an exchange holds it
 };
 
@@ -72,6 +74,8 @@ class UcxTransport final : public Transport {
   Status handshake(Clock::time_point deadline) override;
   Status exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                   Clock::time_point deadline) override;
+  Status exchange_rounds(const Rounds& rounds, const RoundDone& done,
+                         Clock::time_point deadline) override;
   void notify_failure(std::uint64_t seq, const Status& error) override;
   void abort_notify(std::uint64_t seq, const Status& error) override;
   void watch_peers(std::function<Status(std::size_t peer)> alive) override {
@@ -102,6 +106,11 @@ class UcxTransport final : public Transport {
   // failure notice a failed data exchange sends (exchange() adds it).
   Status run_exchange(std::span<const SendOp> sends, std::span<const RecvOp> recvs,
                       Clock::time_point deadline, WireKind kind);
+  Status run_exchange(const Rounds& rounds, const RoundDone* done, Clock::time_point deadline,
+                      WireKind kind);
+  // exchange_rounds without the check of `rounds`: a data exchange, with the
+  // failure notice a failed one sends.
+  Status data_exchange(const Rounds& rounds, const RoundDone* done, Clock::time_point deadline);
   // Failure notices: one wildcard receive, posted at connect and re-posted
   // after a notice that fails validation. notice() returns the first valid
   // notice's error once it has arrived (and forever after), else ok.

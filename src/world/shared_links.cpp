@@ -29,15 +29,16 @@ class TransportView final : public transport::Transport {
 
   Status exchange(std::span<const transport::SendOp> sends,
                   std::span<const transport::RecvOp> recvs, Clock::time_point deadline) override {
-    sends_.assign(sends.begin(), sends.end());
-    recvs_.assign(recvs.begin(), recvs.end());
-    for (auto& op : sends_) RUCCL_TRY(map(op.peer, op.tag));
-    for (auto& op : recvs_) RUCCL_TRY(map(op.peer, op.tag));
-    Status s = inner_.exchange(sends_, recvs_, deadline);
-    if (s) return s;
-    // The transport names peers by their rank in the root world.
-    return s.with_context("a split communicator's transport (slot " + std::to_string(slot_) +
-                          "; ranks below are those of the world it was split from)");
+    RUCCL_TRY(map_all(sends, recvs));
+    return named(inner_.exchange(sends_, recvs_, deadline));
+  }
+  Status exchange_rounds(const transport::Rounds& rounds, const transport::RoundDone& done,
+                         Clock::time_point deadline) override {
+    RUCCL_TRY(map_all(rounds.sends, rounds.recvs));
+    transport::Rounds mapped = rounds;
+    mapped.sends = sends_;
+    mapped.recvs = recvs_;
+    return named(inner_.exchange_rounds(mapped, done, deadline));
   }
 
   void notify_failure(std::uint64_t seq, const Status& error) override {
@@ -54,6 +55,21 @@ class TransportView final : public transport::Transport {
   Status close(Clock::time_point) override { return Status::ok(); }
 
  private:
+  // The transport names peers by their rank in the root world.
+  Status named(Status s) const {
+    if (s) return s;
+    return s.with_context("a split communicator's transport (slot " + std::to_string(slot_) +
+                          "; ranks below are those of the world it was split from)");
+  }
+  // sends_ and recvs_: the ops in the root's numbering and this slot's tags.
+  Status map_all(std::span<const transport::SendOp> sends,
+                 std::span<const transport::RecvOp> recvs) {
+    sends_.assign(sends.begin(), sends.end());
+    recvs_.assign(recvs.begin(), recvs.end());
+    for (auto& op : sends_) RUCCL_TRY(map(op.peer, op.tag));
+    for (auto& op : recvs_) RUCCL_TRY(map(op.peer, op.tag));
+    return Status::ok();
+  }
   Status map(std::size_t& peer, std::uint64_t& tag) const {
     transport::TagFields f = transport::split_tag(tag);
     if (peer >= root_peer_.size() || f.comm >= kCommsPerSlot)

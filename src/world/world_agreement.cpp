@@ -977,9 +977,15 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     if (auto piece = ring::message_elements(kPieceBytes, dtype_size(plan.dtype),
                                             std::max<std::size_t>(1, plan.geometry.unit)))
       elements = std::min(elements, piece.value());
+    // A reduction's receive buffers, at most the budget (two rounds in
+    // flight where two messages per peer fit in it).
+    const std::size_t es = dtype_size(plan.dtype);
+    const std::size_t budget =
+        plan.message_elements <= SIZE_MAX / es ? plan.message_elements * es : SIZE_MAX;
     auto options = [&](std::uint32_t comm) {
       transport::TransportRunOptions o{comm, seq, elements, timeout};
       o.staging_cache = &staging_[local];
+      o.staging_bytes = budget;
       o.kind = kind;
       if (logger_.enabled(LogLevel::kTrace))  // the memory path, once per executor
         o.log = [this, rank = first_ + local](const std::string& line) {

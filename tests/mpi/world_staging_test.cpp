@@ -2,6 +2,7 @@
 // staging memory a rank really held, and a budget bounds it.
 //
 //   mpirun -np P world_staging_test [--devices-per-process D] [--algo hierarchical|flat_ring]
+//                                   [--over-ucx]
 //
 // Budget B = 4 KiB, tensors of 40 000 bytes (above the fused small all-reduce),
 // every result checked. With P > 1 processes:
@@ -13,6 +14,10 @@
 //     the budget);
 //   all_to_all_v through BoundedCommunicator(B): copies land in place: 0.
 // With P == 1 everything runs in-process and stages nothing: 0 throughout.
+// --over-ucx (no node segment: every byte between processes over UCX) adds an
+// all_reduce of 6 MiB, whose 1 MiB pieces go two rounds in flight under an
+// 8 MiB budget (staging above one piece) and one at a time under 1.5 MiB
+// (staging one piece).
 // Also: kInvalidArgument before the first collective and for a rank this
 // process does not serve. Exit 0 only if every check on every rank held.
 #include <atomic>
@@ -60,7 +65,8 @@ void expect_staging(const Communicator& comm, std::size_t rank, const char* what
                    std::to_string(budget));
 }
 
-void run_rank(const std::shared_ptr<Communicator>& comm, std::size_t local, bool spans) {
+void run_rank(const std::shared_ptr<Communicator>& comm, std::size_t local, bool spans,
+              bool over_ucx) {
   const std::size_t rank = comm->first_rank() + local;
   const std::size_t world = comm->world_size();
   const DeviceId device = comm->devices()[local];
@@ -166,6 +172,34 @@ void run_rank(const std::shared_ptr<Communicator>& comm, std::size_t local, bool
     fail(rank, "4 KiB bounded all_reduce: staging " +
                    (stats ? std::to_string(stats->peak_bytes) : stats.status().to_string()) +
                    ", want within " + std::to_string(kBudget) + (spans ? " and above 0" : ""));
+  if (!over_ucx) return;
+
+  // Over UCX (--over-ucx: no node segment, as RUCCL_INTRA_NODE_TRANSPORT=tcp): an
+  // all_reduce of 6 MiB + 4 KiB cuts each chunk (over 2 MiB at 2-3 ranks)
+  // into 1 MiB pieces. #6 under an 8 MiB budget two pieces are in flight
+  // (staging above one piece, within the budget); #7 under 1.5 MiB only one
+  // fits: one round at a time, staging one piece.
+  constexpr std::size_t kPiece = std::size_t{1} << 20;
+  std::vector<float> big_in(1572864 + 1024), big_out(big_in.size());
+  for (std::size_t i = 0; i < big_in.size(); ++i) big_in[i] = float((rank + 1) * (i % 7));
+  for (const std::size_t budget : {std::size_t{8} << 20, kPiece + kPiece / 2}) {
+    std::fill(big_out.begin(), big_out.end(), -1.0f);
+    const std::string what = "6 MiB all_reduce under " + std::to_string(budget) + " B";
+    if (Status s = comm->all_reduce_into(rank, view(big_in), view(big_out), ReduceOp::kSum,
+                                         CallOptions{budget});
+        !s)
+      return fail(rank, what + ": " + s.to_string());
+    for (std::size_t i = 0; i < big_out.size(); ++i)
+      if (big_out[i] != sum * float(i % 7))
+        return fail(rank, what + ": element " + std::to_string(i));
+    auto stats = comm->last_staging(rank);
+    const bool two = budget >= 2 * kPiece;
+    if (!stats || stats->peak_bytes > budget ||
+        (two ? stats->peak_bytes <= kPiece : stats->peak_bytes != kPiece))
+      fail(rank, what + ": staging " +
+                     (stats ? std::to_string(stats->peak_bytes) : stats.status().to_string()) +
+                     (two ? ", want above one piece (1 MiB)" : ", want one piece (1 MiB)"));
+  }
 }
 
 }  // namespace
@@ -173,6 +207,7 @@ void run_rank(const std::shared_ptr<Communicator>& comm, std::size_t local, bool
 int main(int argc, char** argv) {
   std::size_t devices = 1;
   GlobalStrategy algo = GlobalStrategy::kHierarchical;
+  bool over_ucx = false;  // no node segment: every byte between processes over UCX
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--devices-per-process" && i + 1 < argc) devices = std::strtoul(argv[++i], nullptr, 10);
@@ -180,17 +215,20 @@ int main(int argc, char** argv) {
       algo = GlobalStrategy::kFlatRing, ++i;
     else if (arg == "--algo" && i + 1 < argc && std::string(argv[i + 1]) == "hierarchical")
       algo = GlobalStrategy::kHierarchical, ++i;
+    else if (arg == "--over-ucx") over_ucx = true;
     else {
       std::fprintf(stderr,
                    "usage: world_staging_test [--devices-per-process D] "
-                   "[--algo hierarchical|flat_ring]\n");
+                   "[--algo hierarchical|flat_ring] [--over-ucx]\n");
       return 2;
     }
   }
   std::vector<DeviceId> local;
   for (std::size_t d = 0; d < devices; ++d) local.push_back(host_device(d));
-  auto created = create_world_communicator(
-      local, Config().with_timeout(std::chrono::seconds(30)).with_global_strategy(algo));
+  auto created = create_world_communicator(local, Config()
+                                                      .with_timeout(std::chrono::seconds(30))
+                                                      .with_global_strategy(algo)
+                                                      .with_intra_node_shared_memory(!over_ucx));
   if (!created) {
     std::fprintf(stderr, "create: %s\n", created.status().to_string().c_str());
     return 1;
@@ -198,7 +236,8 @@ int main(int argc, char** argv) {
   auto comm = created.value();
   const bool spans = comm->world_size() > devices;  // more than this process
   std::vector<std::thread> threads;
-  for (std::size_t d = 0; d < devices; ++d) threads.emplace_back(run_rank, comm, d, spans);
+  for (std::size_t d = 0; d < devices; ++d)
+    threads.emplace_back(run_rank, comm, d, spans, over_ucx);
   for (auto& t : threads) t.join();
   const std::size_t first = comm->first_rank();
   comm.reset();

@@ -2,6 +2,8 @@
 // thread, and the worker addresses are exchanged in memory (no MPI).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -305,6 +307,148 @@ TEST(TransportInproc, WrongSizeIsAnErrorNotCorruption) {
 
 // Two groups in one process, using the same tags at the same time: no state is
 // shared between transports.
+// A transport that forwards everything but exchange_rounds, which runs the
+// base class's default (one exchange per round).
+class Forwarding final : public Transport {
+ public:
+  explicit Forwarding(Transport& inner) : inner_(inner) {}
+  std::vector<std::byte> address() const override { return inner_.address(); }
+  Status connect(const std::vector<std::vector<std::byte>>& a, Clock::time_point d) override {
+    return inner_.connect(a, d);
+  }
+  Status handshake(Clock::time_point d) override { return inner_.handshake(d); }
+  Status exchange(std::span<const SendOp> s, std::span<const RecvOp> r,
+                  Clock::time_point d) override {
+    return inner_.exchange(s, r, d);
+  }
+  void notify_failure(std::uint64_t seq, const Status& e) override {
+    inner_.notify_failure(seq, e);
+  }
+  void abort_notify(std::uint64_t seq, const Status& e) override { inner_.abort_notify(seq, e); }
+  void watch_peers(std::function<Status(std::size_t)> alive) override {
+    inner_.watch_peers(std::move(alive));
+  }
+  bool supports(MemoryType type) const override { return inner_.supports(type); }
+  std::string describe_lanes(std::size_t peer) const override {
+    return inner_.describe_lanes(peer);
+  }
+  Status close(Clock::time_point d) override { return inner_.close(d); }
+
+ private:
+  Transport& inner_;
+};
+
+// A ring step in rounds (round k: piece k to rank + 1, piece k from rank - 1),
+// every receive into one of two buffers (round k into buffer k % 2), two
+// rounds in flight: `done` sees each round's message whole, in order, before
+// a later round reuses its buffer. Inline and zero-copy sizes alike.
+std::string ring_in_rounds(Transport& t, std::size_t rank, std::size_t world, std::uint64_t seq,
+                           const std::vector<std::size_t>& sizes) {
+  Step step = ring_step(rank, world, /*comm=*/3, seq, /*salt=*/21, sizes);
+  const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
+  std::array<Bytes, 2> buffers{Bytes(largest), Bytes(largest)};
+  std::vector<std::size_t> begin(sizes.size() + 1);
+  for (std::size_t k = 0; k <= sizes.size(); ++k) begin[k] = k;
+  for (std::size_t k = 0; k < sizes.size(); ++k) step.recvs[k].data = buffers[k % 2].data();
+  std::string bad;
+  std::size_t next = 0;
+  const RoundDone done = [&](std::size_t k) -> Status {
+    if (k != next++) bad += "round " + std::to_string(k) + " out of order; ";
+    const Bytes got(buffers[k % 2].begin(),
+                    buffers[k % 2].begin() + static_cast<std::ptrdiff_t>(sizes[k]));
+    if (auto m = mismatch(got, step.expected[k]))
+      bad += "round " + std::to_string(k) + ": " + *m + "; ";
+    // Scribbled over: a later round must land whole again.
+    std::fill(buffers[k % 2].begin(), buffers[k % 2].end(), std::byte{0xee});
+    return Status::ok();
+  };
+  const Rounds rounds{step.sends, step.recvs, begin, begin, 2};
+  if (Status s = t.exchange_rounds(rounds, done, after(20s)); !s) return describe(s);
+  if (next != sizes.size()) bad += std::to_string(next) + " rounds delivered";
+  return bad;
+}
+
+TEST(TransportInproc, RoundsDeliverInOrderBeforeTheirBuffersAreReused) {
+  const std::vector<std::size_t> sizes = {1, 8000, 70000, 0, 3, 200000, 65536, 4096, 17};
+  for (const bool forwarding : {false, true}) {
+    Group group;
+    ASSERT_EQ(make_group(3, group), "");
+    std::vector<std::unique_ptr<Forwarding>> views;
+    for (std::size_t r = 0; r < 3; ++r) views.push_back(std::make_unique<Forwarding>(group[r]));
+    EXPECT_EQ(run_ranks(3,
+                        [&](std::size_t rank) -> std::string {
+                          Transport& t =
+                              forwarding ? static_cast<Transport&>(*views[rank]) : group[rank];
+                          for (std::uint64_t seq = 0; seq < 8; ++seq)
+                            if (std::string bad = ring_in_rounds(t, rank, 3, seq, sizes);
+                                !bad.empty())
+                              return "seq " + std::to_string(seq) + ": " + bad;
+                          return {};
+                        }),
+              "")
+        << (forwarding ? "the default (one exchange per round)" : "UCX");
+    EXPECT_EQ(close_group(group), "");
+  }
+}
+
+// An error of `done` ends that rank's exchange with it, and the others hear
+// of it at once (the failure notice), not at their deadlines.
+TEST(TransportInproc, AnErrorOfDoneReachesThePeers) {
+  Group group;
+  ASSERT_EQ(make_group(3, group), "");
+  const auto start = Clock::now();
+  EXPECT_EQ(run_ranks(3,
+                      [&](std::size_t rank) -> std::string {
+                        const std::vector<std::size_t> sizes(6, 50000);
+                        Step step = ring_step(rank, 3, /*comm=*/4, /*seq=*/9, /*salt=*/5, sizes);
+                        std::vector<std::size_t> begin = {0, 1, 2, 3, 4, 5, 6};
+                        const RoundDone done = [&](std::size_t k) -> Status {
+                          if (rank == 1 && k == 2)
+                            return Status(ErrorCode::kInternal, "combine failed");
+                          return Status::ok();
+                        };
+                        const Status s = group[rank].exchange_rounds(Rounds{step.sends, step.recvs,
+                                                                            begin, begin, 2},
+                                                                     done, after(20s));
+                        if (s) return "succeeded";
+                        if (rank == 1 && (s.code() != ErrorCode::kInternal ||
+                                          !contains(s.message(), "combine failed")))
+                          return "rank 1: " + describe(s);
+                        if (rank != 1 && !contains(s.message(), "rank 1 reports: combine failed"))
+                          return describe(s);
+                        return {};
+                      }),
+            "");
+  EXPECT_LT(since(start), 5000ms);
+}
+
+// Round lists that do not describe the ops are a misuse: nothing is posted.
+TEST(TransportInproc, RoundListsAreChecked) {
+  auto made = make_ucx_transport();
+  ASSERT_TRUE(made) << describe(made.status());
+  Transport& t = **made;
+  ASSERT_TRUE(t.connect({t.address()}, after(1s)));
+  std::byte byte{1}, got{0};
+  const SendOp send{0, &byte, 1, 42};
+  const RecvOp recv{0, &got, 1, 42};
+  const std::vector<std::size_t> one = {0, 1}, none = {0}, empty = {}, down = {0, 1, 0, 1};
+  const auto code = [&](std::span<const std::size_t> sb, std::span<const std::size_t> rb,
+                        std::size_t depth) {
+    return t.exchange_rounds(Rounds{{&send, 1}, {&recv, 1}, sb, rb, depth}, nullptr, after(1s))
+        .code();
+  };
+  EXPECT_EQ(code(none, one, 1), ErrorCode::kInvalidArgument);  // ends short of the sends
+  EXPECT_EQ(code(empty, empty, 1), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code(down, down, 1), ErrorCode::kInvalidArgument);  // decreases
+  EXPECT_EQ(code(one, one, 0), ErrorCode::kInvalidArgument);    // no round in flight
+  const std::vector<std::size_t> two = {0, 1, 1};
+  EXPECT_EQ(code(two, one, 1), ErrorCode::kInvalidArgument);  // 2 rounds against 1
+  EXPECT_EQ(got, std::byte{0});
+  EXPECT_TRUE(t.exchange_rounds(Rounds{{&send, 1}, {&recv, 1}, one, one, 1}, nullptr, after(5s)));
+  EXPECT_EQ(got, byte);
+  EXPECT_TRUE(t.close(after(2s)));
+}
+
 TEST(TransportInproc, TwoGroupsSideBySide) {
   Group a;
   Group b;

@@ -9,6 +9,7 @@
 #include <barrier>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -146,6 +147,7 @@ struct Path {
   }
   TransportRunOptions options(std::uint64_t seq, std::size_t message_elements) const {
     TransportRunOptions o{7, seq, message_elements, 5000ms};
+    o.staging_bytes = std::numeric_limits<std::size_t>::max();  // two rounds in flight
     o.force_staging = staged;
     o.staging_segment_bytes = segment_bytes;
     o.staging_slots = slots;
@@ -267,10 +269,11 @@ TEST(TransportRun, AllToAllVAndBroadcastAcrossTransports) {
 }
 
 // peak_staging_bytes(): what the executor really held for message payload.
-// Direct path: a reduction stages one message per round (peak = the largest
-// message, at most the budget, however many messages a step has); copies
-// (all_to_all_v) stage nothing. Staged path: its host buffers, one segment per
-// slot and stream (ring: 1 out + 1 in stream x 2 slots).
+// Direct path: a reduction stages one message per round, two rounds in
+// flight where two messages fit staging_bytes (peak = twice the largest
+// message, however many messages a step has), else one (peak = the largest
+// message, at most the budget); copies (all_to_all_v) stage nothing. Staged path: its host buffers,
+// one segment per slot and stream (ring: 1 out + 1 in stream x 2 slots).
 TEST(TransportRun, PeakStagingBytes) {
   constexpr std::size_t kCount = 1001, kMessage = 37;  // f32: messages of 148 B
   constexpr std::size_t kBudget = kMessage * sizeof(float);
@@ -287,10 +290,19 @@ TEST(TransportRun, PeakStagingBytes) {
         for (std::size_t i = 0; i < kCount; ++i)
           if (out[i] != sum) return "all_reduce element " + std::to_string(i);
         // Each chunk (333..501 elements) is cut into several messages of 37.
-        const std::size_t want = path.staged ? 2 * 2 * kBudget : kBudget;
+        const std::size_t want = path.staged ? 2 * 2 * kBudget : 2 * kBudget;
         if (ar.peak_staging_bytes() != want)
           return path.name() + " all_reduce peak " + std::to_string(ar.peak_staging_bytes()) +
                  ", want " + std::to_string(want);
+        // Staging of one message less than two: one round at a time.
+        std::fill(out.begin(), out.end(), -1.0f);
+        TransportRunOptions tight = path.options(3, kMessage);
+        tight.staging_bytes = 2 * kBudget - 1;
+        TransportRun one(t, *adapter, w, 0, rank, world, tight);
+        if (Status s = ring::ring_all_reduce(one, kCount, 1); !s.is_ok()) return s.to_string();
+        if (out[kCount - 1] != sum) return std::string("one round at a time: wrong result");
+        if (!path.staged && one.peak_staging_bytes() != kBudget)
+          return "one round at a time: all_reduce peak " + std::to_string(one.peak_staging_bytes());
 
         // chain reduce to rank 0: the head receives nothing; the others stage.
         std::fill(out.begin(), out.end(), -1.0f);
@@ -299,7 +311,7 @@ TEST(TransportRun, PeakStagingBytes) {
           return "reduce: " + s.to_string();
         if (rank == 0 && out[kCount - 1] != sum) return std::string("reduce: wrong result");
         const bool head = ring::reduce_position(rank, 0, world) == 0;
-        if (!path.staged && rd.peak_staging_bytes() != (head ? 0 : kBudget))
+        if (!path.staged && rd.peak_staging_bytes() != (head ? 0 : 2 * kBudget))
           return "reduce peak " + std::to_string(rd.peak_staging_bytes());
 
         // all_to_all_v: 100 elements to every rank, copies in place.
