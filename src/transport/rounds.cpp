@@ -13,8 +13,8 @@ Status check_rounds(const Rounds& rounds) {
                     std::string("exchange_rounds: the ") + what + " list " + why);
     };
     if (begin.empty() || begin.front() != 0 || begin.back() != ops)
-      return bad("must run from 0 to " + std::to_string(ops) + " (" +
-                 std::to_string(begin.size()) + " entries)");
+      return bad("must run from 0 to " + std::to_string(ops) + " (" + std::to_string(begin.size()) +
+                 " entries)");
     for (std::size_t r = 1; r < begin.size(); ++r)
       if (begin[r] < begin[r - 1]) return bad("decreases at round " + std::to_string(r));
     return Status::ok();
