@@ -56,9 +56,13 @@ MemoryPath choose_memory_path(DeviceKind buffers, bool transport_takes_device_me
   return transport_takes_device_memory ? MemoryPath::kDirectDevice : MemoryPath::kStaged;
 }
 
-Status TransportRun::exchange_ops(std::uint32_t step, Clock::time_point deadline) {
+void TransportRun::stamp_ops() {
   for (RecvOp& op : recv_ops_) op.seq = options_.seq;
   for (SendOp& op : send_ops_) op.seq = options_.seq;
+}
+
+Status TransportRun::exchange_ops(std::uint32_t step, Clock::time_point deadline) {
+  stamp_ops();
   return step_error(transport_.exchange(send_ops_, recv_ops_, deadline), step);
 }
 
@@ -229,8 +233,7 @@ Status TransportRun::staged_rounds(Combine combine, Clock::time_point deadline) 
     send_begin_.push_back(send_ops_.size());
     recv_begin_.push_back(recv_ops_.size());
   }
-  for (RecvOp& op : recv_ops_) op.seq = options_.seq;
-  for (SendOp& op : send_ops_) op.seq = options_.seq;
+  stamp_ops();
   // Round r's messages combined, and complete before round r + depth
   // receives into their buffers.
   const RoundDone combined = [&](std::size_t r) -> Status {

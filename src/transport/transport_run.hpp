@@ -18,15 +18,18 @@
 // round r's buffers once those were combined; else one round at a time. So
 // a rank holds one or two staging buffers per peer it receives from in the
 // step, each at most one message, together at most max_chunk_bytes (or one
-// message, if that is more): staging never grows with the tensor. Peers' rounds pair up by piece
-// number, as in the staged pipeline below, so they cannot deadlock. peak_staging_bytes() reports
-// the most staging memory held at once. Memory types are chosen in one place, choose_memory_path(),
-// once per TransportRun: host buffers go to the transport as they are; device buffers too when the
-// transport takes device memory (UCX built with CUDA); otherwise every step runs staged_step(): the
-// staging_pipeline.hpp schedule, device ranges copied through a few host buffers per peer (the
-// adapter's copy, and core::combine of what arrived) in rounds, so that the copy of one segment
-// overlaps the send of the one before. The staged path sends the same messages under the same tags
-// as the direct one (unless staging_segment_bytes cuts them).
+// message, if that is more): staging never grows with the tensor. Peers'
+// rounds pair up by piece number, as in the staged pipeline below, so they
+// cannot deadlock. peak_staging_bytes() reports the most staging memory held
+// at once. Memory types are chosen in one place, choose_memory_path(), once
+// per TransportRun: host buffers go to the transport as they are; device
+// buffers too when the transport takes device memory (UCX built with CUDA);
+// otherwise every step runs staged_step(): the staging_pipeline.hpp schedule,
+// device ranges copied through a few host buffers per peer (the adapter's
+// copy, and core::combine of what arrived) in rounds, so that the copy of one
+// segment overlaps the send of the one before. The staged path sends the same
+// messages under the same tags as the direct one (unless
+// staging_segment_bytes cuts them).
 #pragma once
 
 #include <chrono>
@@ -117,6 +120,8 @@ class TransportRun final : public ring::RankRun {
   // transport_.exchange of send_ops_/recv_ops_, stamped with the collective's
   // full sequence number (errors name step `step`).
   Status exchange_ops(std::uint32_t step, Clock::time_point deadline);
+  // send_ops_ and recv_ops_ stamped with the collective's full sequence number.
+  void stamp_ops();
   // `status`, named after the collective and step `step` where it failed.
   Status step_error(Status status, std::uint32_t step) const;
   // Rounds of a reduction step on the direct path in flight at once
