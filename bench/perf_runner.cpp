@@ -148,10 +148,18 @@ struct Runner::RankState {
 
 namespace {
 
-Status ensure_bytes(Tensor& t, std::size_t bytes, std::size_t rank) {
-  if (t.data() != nullptr && t.bytes() >= bytes) return Status::ok();
+// `shared`: from its allocate_host (every call: the communicator may be new).
+Status ensure_bytes(Tensor& t, std::size_t bytes, std::size_t rank, Communicator* shared) {
+  if (shared == nullptr && t.data() != nullptr && t.bytes() >= bytes) return Status::ok();
   t = Tensor();  // free first: peak memory stays one buffer per role
-  auto fresh = Tensor::host(DataType::kU8, {std::max<std::size_t>(bytes, 1)}, rank);
+  bytes = std::max<std::size_t>(bytes, 1);
+  if (shared != nullptr) {
+    auto memory = shared->allocate_host(bytes);
+    RUCCL_TRY(memory);
+    t = Tensor(std::move(memory).value(), DataType::kU8, {bytes}, host_device(rank));
+    return Status::ok();
+  }
+  auto fresh = Tensor::host(DataType::kU8, {bytes}, rank);
   RUCCL_TRY(fresh);
   t = std::move(fresh).value();
   return Status::ok();
@@ -460,8 +468,9 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
     st.wrong.assign(slots, 0);
     st.staging.assign(lanes, 0);
     st.staging_max.assign(lanes, 0);
-    st.status = ensure_bytes(st.in, model.input_count() * elem, local);
-    if (st.status) st.status = ensure_bytes(st.out, out_count * elem, local);
+    Communicator* shared = options_.host_buffers ? lanes_.front().comm.get() : nullptr;
+    st.status = ensure_bytes(st.in, model.input_count() * elem, local, shared);
+    if (st.status) st.status = ensure_bytes(st.out, out_count * elem, local, shared);
     if (!st.status) return;
     const DeviceId device = lanes_.front().comm->devices()[local];
     st.in_view = TensorView::of(input_at(st, rank), c.dtype, model.input_count(), device);
@@ -487,8 +496,8 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
   if (copy_model) {
     for (std::size_t local = 0; local < ranks_.size(); ++local) {
       RankState& st = ranks_[local];
-      Status s = ensure_bytes(st.copy_from, c.size_bytes, local);
-      if (s) s = ensure_bytes(st.copy_to, c.size_bytes, local);
+      Status s = ensure_bytes(st.copy_from, c.size_bytes, local, nullptr);
+      if (s) s = ensure_bytes(st.copy_to, c.size_bytes, local, nullptr);
       if (!s) return fail_all(s);
       std::memset(st.copy_from.data(), 0x5a, c.size_bytes);
       std::memset(st.copy_to.data(), 0, c.size_bytes);

@@ -57,6 +57,7 @@ struct Options {
   // and each peer's, untimed), as a training step's new gradients are: a
   // reader then finds none of it in its own cache from the call before.
   bool fresh_inputs = false;
+  bool host_buffers = false;  // --allocate-host: buffers from Communicator::allocate_host
   DataType dtype = DataType::kF32;
   std::vector<ReduceOp> ops{ReduceOp::kSum};
   std::size_t root = 0;

@@ -90,6 +90,9 @@ void print_usage(std::FILE* to) {
       "      --fresh-inputs          every rank writes its input anew before each timed\n"
       "                              call (untimed; ruccl's and each peer's), as new\n"
       "                              gradients are; default: the inputs stay as they are\n"
+      "      --allocate-host         the buffers come from Communicator::allocate_host:\n"
+      "                              on one node, memory the other processes read in\n"
+      "                              place (no copy through the node segment)\n"
       "  -d, --datatype NAME         f16|bf16|f32|f64|i8|u8|i32|i64|u64|bytes (default f32)\n"
       "  -o, --op, --redop NAME      sum|mean|min|max|prod|all (default sum)\n"
       "  -r, --root N                root of broadcast and reduce (default 0); -r NAME is\n"
@@ -245,6 +248,7 @@ std::vector<Flag> make_flags(Options& o, bool& help) {
          return std::nullopt;
        }},
       {0, {"fresh-inputs"}, false, [&o](std::string_view) { o.fresh_inputs = true; return std::optional<std::string>(); }},
+      {0, {"allocate-host"}, false, [&o](std::string_view) { o.host_buffers = true; return std::optional<std::string>(); }},
       {0, {"model"}, false, [&o](std::string_view) { o.model = true; return std::optional<std::string>(); }},
       {0, {"label"}, true, [&o](std::string_view v) { o.label = v; return std::optional<std::string>(); }},
       {0, {"max-chunk-bytes"}, true, [&o](std::string_view v) -> std::optional<std::string> {

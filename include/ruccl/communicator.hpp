@@ -198,6 +198,18 @@ class Communicator {
   // serve, or one that has completed no collective yet.
   Result<StagingStats> last_staging(std::size_t rank) const;
 
+  // --- host memory for collectives' buffers (as ncclMemAlloc): `bytes` of
+  //     zero-filled, page-aligned host memory, freed when the last copy of the
+  //     pointer goes (it may outlive the communicator). Where this
+  //     communicator's processes share a node segment, the node's other
+  //     processes read it in place: a collective whose buffers lie in such
+  //     memory skips the copy through the segment (two processes then move
+  //     bytes as two threads do). At most 16 such allocations live per
+  //     process (kOutOfMemory beyond); elsewhere (in-process, across nodes
+  //     only) it is plain memory. Do not free it while a collective uses it.
+  //     kInvalidArgument for 0 bytes. Any thread.
+  Result<std::shared_ptr<std::byte>> allocate_host(std::size_t bytes);
+
   struct Impl;
 
  private:

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
@@ -726,6 +728,29 @@ Result<StagingStats> Communicator::last_staging(std::size_t rank) const {
     return Status(ErrorCode::kInvalidArgument,
                   "last_staging: rank " + std::to_string(rank) + " has completed no collective yet");
   return *stats;
+}
+
+Result<std::shared_ptr<std::byte>> Communicator::allocate_host(std::size_t bytes) {
+  return core::catch_to_status(
+      ErrorCode::kInternal, "allocate_host", [&]() -> Result<std::shared_ptr<std::byte>> {
+        if (impl_->remote) {
+          auto shared = impl_->remote->allocate_host(bytes);
+          if (!shared.is_ok() || shared.value() != nullptr) return shared;
+        }
+        // Plain memory, page-aligned and zero-filled as a region is.
+        constexpr std::size_t kPage = 4096;
+        if (bytes == 0 || bytes > SIZE_MAX - kPage)
+          return Status(ErrorCode::kInvalidArgument,
+                        "allocate_host: " + std::to_string(bytes) + " bytes");
+        const std::size_t rounded = (bytes + kPage - 1) / kPage * kPage;
+        void* p = std::aligned_alloc(kPage, rounded);
+        if (p == nullptr)
+          return Status(ErrorCode::kOutOfMemory,
+                        "allocate_host: " + std::to_string(bytes) + " bytes");
+        std::memset(p, 0, rounded);
+        return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
+                                          [](std::byte* q) { std::free(q); });
+      });
 }
 
 namespace {

@@ -106,6 +106,13 @@ class RemoteRanks {
   // Ranks of this node when the world spans nodes that each share memory
   // between their processes (Topology::node); 0: none (the default).
   virtual std::size_t node_level_ranks() const { return 0; }
+  // Communicator::allocate_host: `bytes` the node's other processes read in
+  // place (node/regions.hpp), where this world shares a node segment; a null
+  // pointer where it does not (the default: the communicator allocates plain
+  // memory).
+  virtual Result<std::shared_ptr<std::byte>> allocate_host(std::size_t /*bytes*/) {
+    return std::shared_ptr<std::byte>();
+  }
   // The lean path of collective `seq` of local rank `local`, in two halves,
   // so that what the caller does between them (its flight recorder entry)
   // overlaps the peers' posting. lean_post writes this rank's slot: nullopt

@@ -82,7 +82,8 @@ SegmentLayout layout_of(const MailboxShape& s) {
   l.piece_stride = kPieceHeader + round_up(s.channel_piece);
   l.channel_stride = s.channel_slots == 0 ? 0 : kChannelControl + s.channel_slots * l.piece_stride;
   const std::size_t pairs = s.ranks < 2 ? 0 : s.ranks * (s.ranks - 1);
-  l.total = l.channels_at + pairs * l.channel_stride;
+  l.regions_at = l.channels_at + pairs * l.channel_stride;
+  l.total = l.regions_at + s.processes * kRegionsPerProcess * kRegionBytes;
   return l;
 }
 
@@ -142,6 +143,8 @@ Result<Mailbox> Mailbox::attach(Segment segment, const MailboxShape& shape, cons
       .store(static_cast<std::int64_t>(::getpid()), std::memory_order_release);
   Mailbox box(std::move(segment), shape, abort);
   box.process_ = process;
+  box.regions_ =
+      RegionsHandle(std::make_shared<Regions>(box.at(l.regions_at), shape.processes, process));
   return box;
 }
 
@@ -385,23 +388,36 @@ void Mailbox::withdraw(std::size_t from, std::size_t to) {
   }
 }
 
+Status Mailbox::begin_read(std::size_t from, std::size_t to, Clock::time_point deadline) {
+  std::byte* c = channel_at(from, to);
+  auto reading = atomic_at<std::uint32_t>(c + kReadingAt);
+  reading.store(1, std::memory_order_seq_cst);
+  if (atomic_at<std::uint32_t>(c + kClosedAt).load(std::memory_order_seq_cst) == 0)
+    return Status::ok();
+  reading.store(0, std::memory_order_seq_cst);
+  // Its step failed: the notice that says why follows (or came already).
+  const std::size_t watch[1] = {from};
+  const Status s = await(
+      to, watch, deadline, [] { return false; },
+      [&] { return "the failure notice of " + name(from) + ", which withdrew its pieces"; });
+  return s.is_ok() ? Status(ErrorCode::kInternal, name(from) + " withdrew its pieces") : s;
+}
+
+void Mailbox::end_read(std::size_t from, std::size_t to) {
+  atomic_at<std::uint32_t>(channel_at(from, to) + kReadingAt).store(0, std::memory_order_seq_cst);
+}
+
+const std::byte* Mailbox::view(std::size_t from, std::uint64_t address, std::size_t bytes) const {
+  const std::size_t p = from / shape_.per_process;
+  if (p >= pids_.size() || !regions_.get()) return nullptr;
+  return regions_.get()->view(p, pids_[p], address, bytes);
+}
+
 Status Mailbox::read_from(std::size_t from, std::size_t to, std::uint64_t address, void* dst,
                           std::size_t bytes, Clock::time_point deadline) {
   const std::size_t p = from / shape_.per_process;
   if (p >= pids_.size()) return Status(ErrorCode::kInternal, "read_from: no such process");
-  std::byte* c = channel_at(from, to);
-  auto reading = atomic_at<std::uint32_t>(c + kReadingAt);
-  reading.store(1, std::memory_order_seq_cst);
-  if (atomic_at<std::uint32_t>(c + kClosedAt).load(std::memory_order_seq_cst) != 0) {
-    reading.store(0, std::memory_order_seq_cst);
-    // Its step failed: the notice that says why follows (or came already).
-    const std::size_t watch[1] = {from};
-    const Status s = await(
-        to, watch, deadline, [] { return false; },
-        [&] { return "the failure notice of " + name(from) + ", which withdrew its pieces"; });
-    return s.is_ok() ? Status(ErrorCode::kInternal, name(from) + " withdrew its pieces") : s;
-  }
-  Status read = [&]() -> Status {
+  return read_guarded(from, to, deadline, [&]() -> Status {
     auto* out = static_cast<std::byte*>(dst);
     std::size_t done = 0;
     while (done < bytes) {
@@ -423,9 +439,7 @@ Status Mailbox::read_from(std::size_t from, std::size_t to, std::uint64_t addres
       done += static_cast<std::size_t>(n);
     }
     return Status::ok();
-  }();
-  reading.store(0, std::memory_order_seq_cst);
-  return read;
+  });
 }
 
 void Mailbox::release_piece(std::size_t from, std::size_t to, std::uint64_t piece) {

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "node/regions.hpp"
 #include "node/segment.hpp"
 #include "ruccl/status.hpp"
 
@@ -79,12 +80,13 @@ std::size_t channel_piece_for(std::size_t ranks);
 // process, 512 per rank's notice, and per rank 2 parities x (64 + slot_bytes
 // rounded up to 64) on the full lane and 2 x (64 + lean_bytes, rounded) on
 // the lean one; then per ordered pair of ranks a channel of 128 bytes of
-// counters and channel_slots x (64 + channel_piece rounded up to 64).
+// counters and channel_slots x (64 + channel_piece rounded up to 64); then
+// per process a table of kRegionsPerProcess x kRegionBytes (regions.hpp).
 std::size_t segment_bytes(const MailboxShape& shape);
 // Where each part of a segment of `shape` lies (offsets and strides in bytes).
 struct SegmentLayout {
   std::size_t processes_at, notices_at, bells_at, slots_at, full_stride, lean_stride, rank_stride,
-      channels_at, piece_stride, channel_stride, total;
+      channels_at, piece_stride, channel_stride, regions_at, total;
 };
 SegmentLayout layout_of(const MailboxShape& shape);
 
@@ -158,6 +160,12 @@ class Mailbox {
   // Whether node rank `rank`'s process can read the memory of every process
   // of the node (watch_processes). Producers toward it publish addresses only then.
   bool reads_directly(std::size_t rank) const;
+  // This process's regions (Communicator::allocate_host; regions.hpp).
+  const std::shared_ptr<Regions>& regions() const { return regions_.get(); }
+  // Consumer of a piece at `address` in the memory of node rank `from`'s
+  // process: those bytes mapped here when they lie in one of that process's
+  // regions, else null (read_from reads them then).
+  const std::byte* view(std::size_t from, std::uint64_t address, std::size_t bytes) const;
   // Consumer of channel from -> to: `bytes` at `address` in the memory of
   // node rank `from`'s process into `dst` (process_vm_readv, also within this
   // process: a bad address is an error, never a fault), unless the producer
@@ -165,6 +173,11 @@ class Mailbox {
   // for until `deadline`). kPeerFailure when that process is gone.
   Status read_from(std::size_t from, std::size_t to, std::uint64_t address, void* dst,
                    std::size_t bytes, Clock::time_point deadline);
+  // The same protection for a read of `from`'s memory the consumer makes
+  // itself (through view()): `read` runs only if the producer has not
+  // withdrawn, and withdraw waits for it to end.
+  template <typename Read>
+  Status read_guarded(std::size_t from, std::size_t to, Clock::time_point deadline, Read&& read);
   // Producer of channel from -> to, whose step failed with address pieces not
   // yet released: no read of its memory starts after this, and none is in
   // progress when it returns (or the consumer's process died). The channel
@@ -226,7 +239,27 @@ class Mailbox {
   std::size_t process_ = 0;       // this process's index on the node
   std::vector<UniqueFd> pidfds_;  // per process of the node (-1: this one, or none)
   std::vector<pid_t> pids_;
+  RegionsHandle regions_;  // after segment_: detached before the tables are unmapped
+  // read_guarded's halves: raises the consumer's `reading` flag, or returns
+  // the error of a producer that withdrew (flag lowered again); lowers it.
+  Status begin_read(std::size_t from, std::size_t to, Clock::time_point deadline);
+  void end_read(std::size_t from, std::size_t to);
 };
+
+template <typename Read>
+Status Mailbox::read_guarded(std::size_t from, std::size_t to, Clock::time_point deadline,
+                             Read&& read) {
+  RUCCL_TRY(begin_read(from, to, deadline));
+  Status s = Status::ok();
+  try {
+    s = read();
+  } catch (...) {
+    end_read(from, to);
+    throw;
+  }
+  end_read(from, to);
+  return s;
+}
 
 template <typename Ready, typename What>
 Status Mailbox::await(std::size_t me, std::span<const std::size_t> watch,

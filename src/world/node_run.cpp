@@ -57,8 +57,10 @@ Status NodeRun::step(std::span<const Transfer> sends, std::span<const Transfer> 
     RUCCL_TRY(core::resolve(work_, t, Combine::kCopy, local_, core::kElsewhere));
     RUCCL_TRY(file(outs_, t));
   }
-  // Without shm-direct, addresses only for a copy step's messages of at most
-  // direct_copy_bytes (larger ones pipeline better through the segment).
+  // Without shm-direct, addresses only for messages in this process's
+  // regions (the peer reads them in place), or else a copy step's of at most
+  // direct_copy_bytes (larger ones pipeline better through the segment than
+  // through process_vm_readv).
   if (!options_.direct_all) {
     const std::size_t es = dtype_size(work_.dtype);
     for (std::size_t i = 0; i < outs_used_; ++i) {
@@ -66,7 +68,7 @@ Status NodeRun::step(std::span<const Transfer> sends, std::span<const Transfer> 
       bool small = combine == Combine::kCopy && options_.direct_copy_bytes > 0;
       for (std::size_t m = 0; m < s.messages.size() && small; ++m)
         small = s.messages[m]->src.count <= options_.direct_copy_bytes / es;
-      s.direct = s.direct && small;
+      s.direct = s.direct && (small || in_regions(s));
     }
   }
   for (const Transfer& t : recvs) {
@@ -107,6 +109,15 @@ Status NodeRun::step(std::span<const Transfer> sends, std::span<const Transfer> 
   return status;
 }
 
+bool NodeRun::in_regions(const Stream& s) const {
+  const std::size_t es = dtype_size(work_.dtype);
+  for (const Transfer* t : s.messages) {
+    auto r = core::resolve(work_, *t, Combine::kCopy, local_, core::kElsewhere);
+    if (!r.is_ok() || !box_.regions()->owns(r.value().src, t->src.count * es)) return false;
+  }
+  return true;
+}
+
 void NodeRun::withdraw_offered() noexcept {
   try {
     for (std::size_t i = 0; i < outs_used_; ++i)
@@ -145,11 +156,11 @@ Result<bool> NodeRun::push(Stream& s, Combine combine) {
   return moved;
 }
 
-Result<bool> NodeRun::pull(Stream& s, Combine combine) {
+Result<bool> NodeRun::pull(Stream& s, Combine combine, std::size_t max_pieces) {
   const std::size_t es = dtype_size(work_.dtype);
   const Queue queue = work_.ranks[local_].queue();
   bool moved = false;
-  while (s.at < s.messages.size()) {
+  for (std::size_t pulled = 0; s.at < s.messages.size() && pulled < max_pieces; ++pulled) {
     const Transfer& t = *s.messages[s.at];
     const std::size_t n = std::min(piece_of(t.src.count, combine), t.src.count - s.done);
     const std::uint64_t piece = box_.consumed(s.node_peer, me_);
@@ -158,7 +169,19 @@ Result<bool> NodeRun::pull(Stream& s, Combine combine) {
     const node::Mailbox::Piece& p = got.value();
     if (!p.ready) break;
     const void* message = p.bytes.data();
-    if (p.address != 0) {
+    bool staged = true;  // the piece lies in the segment or the scratch
+    if (const std::byte* in_place =
+            p.address != 0 ? box_.view(s.node_peer, p.address, n * es) : nullptr) {
+      // In a region of the producer's process, mapped here: combined from
+      // there, while the producer cannot have withdrawn it.
+      RUCCL_TRY(box_.read_guarded(s.node_peer, me_, deadline_, [&] {
+        return core::completed(adapter_, queue,
+                               core::combine(adapter_, work_, local_, t.dst_offset + s.done,
+                                             in_place, n, combine));
+      }));
+      message = nullptr;
+      staged = false;
+    } else if (p.address != 0) {
       // Read straight into the destination for a copy into host memory, else
       // into scratch, then combined.
       if (combine == Combine::kCopy && adapter_.kind() == DeviceKind::kHost) {
@@ -175,7 +198,7 @@ Result<bool> NodeRun::pull(Stream& s, Combine combine) {
         message = scratch.data();
       }
     }
-    if (combine != Combine::kCopy) peak_staging_ = std::max(peak_staging_, n * es);
+    if (combine != Combine::kCopy && staged) peak_staging_ = std::max(peak_staging_, n * es);
     if (message != nullptr)
       RUCCL_TRY(core::completed(adapter_, queue,
                                 core::combine(adapter_, work_, local_, t.dst_offset + s.done,
@@ -214,6 +237,11 @@ Status NodeRun::run(Combine combine, std::chrono::steady_clock::time_point deadl
   watch_.clear();
   for (std::size_t i = 0; i < outs_used_; ++i) watch_.push_back(outs_[i].node_peer);
   for (std::size_t i = 0; i < ins_used_; ++i) watch_.push_back(ins_[i].node_peer);
+  // A producer of address pieces publishes its next one only when its thread
+  // comes back to push: one piece in at a time between pushes, so that its
+  // peer is not left without pieces while this thread combines.
+  bool one_at_a_time = false;
+  for (std::size_t i = 0; i < outs_used_; ++i) one_at_a_time = one_at_a_time || outs_[i].direct;
   for (;;) {
     bool moved = false, done = true;
     for (std::size_t i = 0; i < outs_used_; ++i) {
@@ -223,7 +251,7 @@ Status NodeRun::run(Combine combine, std::chrono::steady_clock::time_point deadl
       done = done && outs_[i].at == outs_[i].messages.size();
     }
     for (std::size_t i = 0; i < ins_used_; ++i) {
-      auto m = pull(ins_[i], combine);
+      auto m = pull(ins_[i], combine, one_at_a_time ? 1 : SIZE_MAX);
       RUCCL_TRY(m);
       moved = moved || m.value();
       done = done && ins_[i].at == ins_[i].messages.size();

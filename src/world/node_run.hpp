@@ -25,6 +25,13 @@
 // reduction), and the sender's step returns only once every such piece was
 // released, so that no peer reads a caller's buffer after the call returned.
 // The receiver takes either form of every piece (its header says which).
+// A message that lies in one of the sender's regions (Communicator::
+// allocate_host, node/regions.hpp) goes as addresses at any size, and the
+// receiver combines it where it lies, through its own mapping of the region
+// (no copy at all: processes then move bytes as threads do); while it reads,
+// the sender cannot have withdrawn (Mailbox::read_guarded). A rank that
+// offers addresses pulls one piece at a time between its pushes, so that its
+// peers are not left waiting for its next address while it combines.
 //
 // Waits are the mailbox's (spin, yield, futex), with the step's deadline, the
 // abort flag, the node's failure notices and the liveness of the peers'
@@ -120,8 +127,12 @@ class NodeRun final : public ring::RankRun {
     const std::size_t quarter = (count + kMinPieces - 1) / kMinPieces;
     return std::min(piece_elements_, std::max(floor, quarter));
   }
+  // Whether every message of `s` lies in one of this process's regions
+  // (Communicator::allocate_host): the peer reads it in place.
+  bool in_regions(const Stream& s) const;
   Result<bool> push(Stream& s, Combine combine);  // pieces out while slots are free
-  Result<bool> pull(Stream& s, Combine combine);  // pieces in while published
+  // Pieces in while published, at most `max_pieces`.
+  Result<bool> pull(Stream& s, Combine combine, std::size_t max_pieces);
   bool ready() const;                             // a push or pull could progress
   bool drained() const;                           // every address-piece of the step released
   void withdraw_offered() noexcept;               // the address pieces of the step not yet released

@@ -577,6 +577,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   std::size_t node_level_ranks() const override {
     return node_level_ ? mailbox_->shape().ranks : 0;
   }
+  Result<std::shared_ptr<std::byte>> allocate_host(std::size_t bytes) override {
+    if (mailbox_ == nullptr) return std::shared_ptr<std::byte>();
+    return node::Regions::allocate(mailbox_->regions(), bytes);
+  }
 
   // The lean path (node mailboxes, every rank of the world on this node): a
   // small all-reduce, reduce, broadcast, all-gather, reduce-scatter or

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "rank_failures.hpp"
 #include "ruccl/ruccl.hpp"
 #include "ruccl/world.hpp"
 
@@ -41,14 +42,8 @@ using namespace ruccl;
 constexpr std::size_t kBudget = 4096;
 constexpr std::size_t kCount = 10000;  // f32: 40 000 bytes
 
-std::mutex print_mutex;
-std::atomic<int> failures{0};
-
-void fail(std::size_t rank, const std::string& what) {
-  std::lock_guard lock(print_mutex);
-  std::fprintf(stderr, "rank %zu: %s\n", rank, what.c_str());
-  ++failures;
-}
+using test::fail;
+using test::failures;
 
 // The staging of `rank`'s last call must be `want` (or, with `above`, more than it).
 void expect_staging(const Communicator& comm, std::size_t rank, const char* what,
