@@ -40,9 +40,9 @@ Entry read_entry(std::byte* e) {
 Result<std::shared_ptr<std::byte>> Regions::allocate(const std::shared_ptr<Regions>& self,
                                                      std::size_t bytes) {
   if (bytes == 0 || bytes > kRegionMaxBytes)
-    return Status(ErrorCode::kInvalidArgument,
-                  "allocate_host: " + std::to_string(bytes) + " bytes (1 to " +
-                      std::to_string(kRegionMaxBytes) + ")");
+    return Status(ErrorCode::kInvalidArgument, "allocate_host: " + std::to_string(bytes) +
+                                                   " bytes (1 to " +
+                                                   std::to_string(kRegionMaxBytes) + ")");
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t rounded = (bytes + page - 1) / page * page;
   std::lock_guard lock(self->owner_mutex_);
@@ -51,9 +51,10 @@ Result<std::shared_ptr<std::byte>> Regions::allocate(const std::shared_ptr<Regio
   for (const Owned& o : self->owned_) used[o.entry] = true;
   while (entry < kRegionsPerProcess && used[entry]) ++entry;
   if (entry == kRegionsPerProcess || self->tables_ == nullptr)
-    return Status(ErrorCode::kOutOfMemory,
-                  "allocate_host: " + std::to_string(kRegionsPerProcess) +
-                      " regions are live in this process (free one, or allocate fewer larger ones)");
+    return Status(
+        ErrorCode::kOutOfMemory,
+        "allocate_host: " + std::to_string(kRegionsPerProcess) +
+            " regions are live in this process (free one, or allocate fewer larger ones)");
   auto memory = Segment::create(rounded, "ruccl-host");
   RUCCL_TRY(memory);
   std::byte* data = memory.value().data();

@@ -87,8 +87,8 @@ class Regions : public std::enable_shared_from_this<Regions> {
   std::vector<Owned> owned_;
   std::uint64_t next_generation_ = 2;
   std::atomic<std::size_t> live_{0};  // owned_.size(), read without the lock
-  std::mutex reader_mutex_;  // mapped_
-  std::vector<Mapped> mapped_;  // processes x kRegionsPerProcess, made on first use
+  std::mutex reader_mutex_;           // mapped_
+  std::vector<Mapped> mapped_;        // processes x kRegionsPerProcess, made on first use
 };
 
 // The mailbox's hold on its Regions: detaches them when it goes (or is

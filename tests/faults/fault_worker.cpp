@@ -6,7 +6,9 @@
 //   allreduce-loop [ITERS] [COUNT]   all-reduces of COUNT f32 (default 1 Mi = 4 MiB) back
 //                                    to back until an error or ITERS (default 100000);
 //                                    RUCCL_FAULT_KIND=all_gather|broadcast|reduce|
-//                                    reduce_scatter loops over that collective instead
+//                                    reduce_scatter loops over that collective instead;
+//                                    RUCCL_FAULT_HOST_MEMORY=1 takes its buffers from
+//                                    Communicator::allocate_host
 //   mismatch op|count|dtype|root|bcast-senders|order|dims
 //                                    one good all-reduce (#0), then collective #1 where
 //                                    rank 1 deviates; every rank must get the typed error
@@ -49,8 +51,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -138,7 +142,29 @@ bool allreduce_loop(Communicator& comm, std::size_t local, const Options& opt) {
   const std::size_t out_count = kind == CollectiveKind::kAllGather       ? count * world
                                 : kind == CollectiveKind::kReduceScatter ? shard
                                                                          : count;
-  std::vector<float> data(count, 1.0f), out(std::max<std::size_t>(out_count, 1));
+  // RUCCL_FAULT_HOST_MEMORY=1: both buffers from allocate_host (the node's
+  // other processes read them in place).
+  const char* host_memory = std::getenv("RUCCL_FAULT_HOST_MEMORY");
+  const bool shared = host_memory != nullptr && std::string(host_memory) == "1";
+  std::vector<float> own_data, own_out;
+  std::shared_ptr<std::byte> shared_data, shared_out;
+  const std::size_t out_size = std::max<std::size_t>(out_count, 1);
+  std::span<float> data, out;
+  if (shared) {
+    auto a = comm.allocate_host(std::max<std::size_t>(count, 1) * sizeof(float));
+    auto b = comm.allocate_host(out_size * sizeof(float));
+    if (!a || !b) {
+      print_result(rank, a ? b.status() : a.status(), 0, comm.next_sequence(rank), 0);
+      return true;
+    }
+    shared_data = std::move(a).value(), shared_out = std::move(b).value();
+    data = {reinterpret_cast<float*>(shared_data.get()), count};
+    out = {reinterpret_cast<float*>(shared_out.get()), out_size};
+    std::fill(data.begin(), data.end(), 1.0f);
+  } else {
+    own_data.assign(count, 1.0f), own_out.assign(out_size, 0.0f);
+    data = own_data, out = own_out;
+  }
   const DeviceId dev = comm.devices()[local];
   const TensorView in = TensorView::of(data.data(), DataType::kF32, count, dev);
   const TensorView ov = TensorView::of(out.data(), DataType::kF32, out_count, dev);

@@ -49,7 +49,7 @@ for ((t = first; t < first + trials; ++t)); do
   victim=$((t % np))
   dir=$work/t$t
   mkdir -p "$dir"
-  faulty_mpirun $hard_s $np -x RUCCL_TIMEOUT="$timeout_s" -x RUCCL_FAULT_GATHER="${RUCCL_FAULT_GATHER:-0}" -x RUCCL_INTRA_NODE_TRANSPORT="$transport" -- \
+  faulty_mpirun $hard_s $np -x RUCCL_TIMEOUT="$timeout_s" -x RUCCL_FAULT_GATHER="${RUCCL_FAULT_GATHER:-0}" -x RUCCL_FAULT_HOST_MEMORY="${RUCCL_FAULT_HOST_MEMORY:-0}" -x RUCCL_INTRA_NODE_TRANSPORT="$transport" -- \
       "$worker" --devices-per-process "$devices" --dir "$dir" allreduce-loop 1000000 \
       ${RUCCL_FAULT_COUNT:-} >"$dir/out" 2>"$dir/err" &
   job=$!

@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "ruccl/ruccl.hpp"
 #include "rank_failures.hpp"
+#include "ruccl/ruccl.hpp"
 #include "ruccl/world.hpp"
 
 namespace {
@@ -122,8 +122,7 @@ class RankTest {
                 "private all_reduce" + n);
       expect(pout.data(), count, "private all_reduce" + n, [&](std::size_t i) { return sum(i); });
       const std::size_t private_staging = staging("private all_reduce" + n);
-      if (measure_staging && count > 100000 &&
-          (shared_staging != 0 || private_staging == 0))
+      if (measure_staging && count > 100000 && (shared_staging != 0 || private_staging == 0))
         fail(rank_, "all_reduce" + n + ": staging " + std::to_string(shared_staging) +
                         " on allocate_host buffers (want 0: read in place), " +
                         std::to_string(private_staging) + " on private ones (want above 0)");
