@@ -215,6 +215,20 @@ ruccl_result_t ruccl_comm_split(ruccl_comm_t* comm, size_t rank, int64_t color, 
 /* Returns once every rank of `comm` has called it. */
 ruccl_result_t ruccl_barrier(ruccl_comm_t* comm, size_t rank);
 
+/* Host memory for collectives' buffers (Communicator::allocate_host, as
+ * ncclMemAlloc): *ptr = `bytes` of zero-filled, page-aligned memory. Where the
+ * communicator's processes share a node segment the node's other processes
+ * read it in place (collectives on it skip the copy through the segment; at
+ * most 16 live per process, RUCCL_ERROR_OUT_OF_MEMORY beyond); elsewhere plain
+ * memory. Free it with ruccl_mem_free on the same handle; what is not freed
+ * goes with ruccl_comm_destroy. 0 bytes or a NULL ptr: INVALID_ARGUMENT. The
+ * message of the last failure of either call (a success leaves it):
+ * ruccl_comm_last_error(comm, SIZE_MAX). */
+ruccl_result_t ruccl_mem_alloc(ruccl_comm_t* comm, size_t bytes, void** ptr);
+/* Frees memory from ruccl_mem_alloc on `comm`; NULL is a no-op, any other
+ * pointer it did not allocate is INVALID_ARGUMENT (nothing freed). */
+ruccl_result_t ruccl_mem_free(ruccl_comm_t* comm, void* ptr);
+
 ruccl_result_t ruccl_comm_world_size(const ruccl_comm_t* comm, size_t* world_size);
 ruccl_result_t ruccl_comm_first_rank(const ruccl_comm_t* comm, size_t* first_rank);
 ruccl_result_t ruccl_comm_local_count(const ruccl_comm_t* comm, size_t* local_count);

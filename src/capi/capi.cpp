@@ -60,8 +60,9 @@ ruccl_result_t record(const ruccl_comm& comm, std::size_t rank, const char* func
     slot.message.clear();
   } else {
     try {
-      slot.message = std::string(function) + "(rank " + std::to_string(rank) +
-                     "): " + status.to_string();
+      slot.message = std::string(function) +
+                     (rank == SIZE_MAX ? "" : "(rank " + std::to_string(rank) + ")") + ": " +
+                     status.to_string();
     } catch (...) {
       slot.message.clear();  // out of memory for the message: the code still tells
     }
@@ -287,6 +288,51 @@ ruccl_result_t ruccl_barrier(ruccl_comm_t* comm, size_t rank) {
   const Status s = catch_to_status(ErrorCode::kInternal, "",
                                    [&]() -> Status { return comm->comm->barrier(rank); });
   return ruccl::capi::record(*comm, rank, "ruccl_barrier", s);
+}
+
+namespace {
+
+// ruccl_mem_alloc and _free serve no rank: a failure's message goes into the
+// slot of ranks not served, and a success leaves it (other threads' calls
+// would clear it under the caller's feet).
+ruccl_result_t record_memory(const ruccl_comm& comm, const char* function,
+                             const Status& status) noexcept {
+  if (status.is_ok()) return RUCCL_SUCCESS;
+  return ruccl::capi::record(comm, SIZE_MAX, function, status);
+}
+
+}  // namespace
+
+ruccl_result_t ruccl_mem_alloc(ruccl_comm_t* comm, size_t bytes, void** ptr) {
+  if (!comm || !ptr) return RUCCL_ERROR_INVALID_ARGUMENT;
+  *ptr = nullptr;
+  const Status s = catch_to_status(ErrorCode::kInternal, "", [&]() -> Status {
+    auto memory = comm->comm->allocate_host(bytes);
+    RUCCL_TRY(memory);
+    std::lock_guard lock(comm->memory_mutex);
+    void* p = memory.value().get();
+    comm->memory.emplace(p, std::move(memory).value());
+    *ptr = p;
+    return Status::ok();
+  });
+  return record_memory(*comm, "ruccl_mem_alloc", s);
+}
+
+ruccl_result_t ruccl_mem_free(ruccl_comm_t* comm, void* ptr) {
+  if (!comm) return RUCCL_ERROR_INVALID_ARGUMENT;
+  if (!ptr) return RUCCL_SUCCESS;
+  const Status s = catch_to_status(ErrorCode::kInternal, "", [&]() -> Status {
+    std::shared_ptr<std::byte> freed;  // released after the lock
+    std::lock_guard lock(comm->memory_mutex);
+    auto it = comm->memory.find(ptr);
+    if (it == comm->memory.end())
+      return Status(ErrorCode::kInvalidArgument,
+                    "a pointer ruccl_mem_alloc did not allocate on this communicator");
+    freed = std::move(it->second);
+    comm->memory.erase(it);
+    return Status::ok();
+  });
+  return record_memory(*comm, "ruccl_mem_free", s);
 }
 
 ruccl_result_t ruccl_comm_world_size(const ruccl_comm_t* comm, size_t* world_size) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +39,9 @@ struct ruccl_comm {
 
   std::shared_ptr<ruccl::Communicator> comm;
   std::unique_ptr<Slot[]> slots;  // devices().size() + 1
+  // ruccl_mem_alloc's memory not yet freed, by address.
+  std::mutex memory_mutex;
+  std::map<void*, std::shared_ptr<std::byte>> memory;
 };
 
 namespace ruccl::capi {

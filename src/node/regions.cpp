@@ -71,8 +71,7 @@ Result<std::shared_ptr<std::byte>> Regions::allocate(const std::shared_ptr<Regio
   word(e, kBytesAt).store(rounded, std::memory_order_relaxed);
   word(e, kFdAt).store(static_cast<std::uint64_t>(fd), std::memory_order_relaxed);
   word(e, kGenerationAt).store(g, std::memory_order_release);
-  std::shared_ptr<Regions> owner = self;
-  return std::shared_ptr<std::byte>(data, [owner](std::byte* p) { owner->release(p); });
+  return std::shared_ptr<std::byte>(data, [owner = self](std::byte* p) { owner->release(p); });
 }
 
 void Regions::release(std::byte* data) noexcept {

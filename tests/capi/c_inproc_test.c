@@ -222,8 +222,48 @@ static void test_split_and_barrier(RankArgs* a) {
   ruccl_comm_destroy(half);
 }
 
+/* ruccl_mem_alloc's memory as a collective's buffers; its misuse (rank 0:
+ * the message slot for ranks not served is shared). */
+static void test_mem_alloc(RankArgs* a) {
+  float *in = NULL, *out = NULL;
+  size_t i;
+  const float n = (float)a->world;
+  if (!call_ok(a, ruccl_mem_alloc(a->comm, COUNT * sizeof(float), (void**)&in), "mem_alloc in") ||
+      !call_ok(a, ruccl_mem_alloc(a->comm, COUNT * sizeof(float), (void**)&out), "mem_alloc out"))
+    return;
+  check(a, ((uintptr_t)in % 4096) == 0, "mem_alloc alignment", 0);
+  for (i = 0; i < COUNT; ++i) {
+    check(a, in[i] == 0.0f && out[i] == 0.0f, "mem_alloc zero fill", i);
+    in[i] = (float)(a->rank + 1);
+  }
+  if (call_ok(a, ruccl_all_reduce(a->comm, a->rank, in, out, COUNT, RUCCL_F32, RUCCL_SUM, NULL),
+              "all_reduce on mem_alloc buffers"))
+    for (i = 0; i < COUNT; ++i) check(a, out[i] == n * (n + 1) / 2, "all_reduce on mem_alloc", i);
+  call_ok(a, ruccl_mem_free(a->comm, in), "mem_free in");
+  call_ok(a, ruccl_mem_free(a->comm, out), "mem_free out");
+  if (a->rank != 0) return;
+  {
+    void* p = &i;
+    check(a, ruccl_mem_free(a->comm, in) == RUCCL_ERROR_INVALID_ARGUMENT, "mem_free twice", 0);
+    check(a, ruccl_mem_free(a->comm, p) == RUCCL_ERROR_INVALID_ARGUMENT,
+          "mem_free of a stack pointer", 0);
+    check(a, ruccl_mem_free(a->comm, NULL) == RUCCL_SUCCESS, "mem_free NULL", 0);
+    check(a, ruccl_mem_alloc(a->comm, 0, &p) == RUCCL_ERROR_INVALID_ARGUMENT && p == NULL,
+          "mem_alloc of 0 bytes", 0);
+    check(a, strstr(ruccl_comm_last_error(a->comm, SIZE_MAX), "0 bytes") != NULL,
+          "mem_alloc of 0 bytes: its message", 0);
+    check(a, ruccl_mem_alloc(a->comm, 8, NULL) == RUCCL_ERROR_INVALID_ARGUMENT,
+          "mem_alloc NULL ptr", 0);
+    check(a, ruccl_mem_alloc(NULL, 8, &p) == RUCCL_ERROR_INVALID_ARGUMENT, "mem_alloc NULL comm",
+          0);
+    /* Not freed: it goes with ruccl_comm_destroy. */
+    check(a, ruccl_mem_alloc(a->comm, 100, &p) == RUCCL_SUCCESS && p != NULL, "mem_alloc kept", 0);
+  }
+}
+
 static void* rank_main(void* arg) {
   RankArgs* a = arg;
+  test_mem_alloc(a);
   test_split_and_barrier(a);
   test_all_reduce(a);
   test_reduce(a);

@@ -132,8 +132,9 @@ TEST(NodeRegions, ForgedEntriesAreRefused) {
   restore();
   e[0] = good[0] + 10, e[1] = UINT64_MAX - 100;  // a base whose end wraps: still
   // only offsets within the region's own mapping
-  if (const std::byte* v = t.reader->view(0, ::getpid(), UINT64_MAX - 50, 64))
+  if (const std::byte* v = t.reader->view(0, ::getpid(), UINT64_MAX - 50, 64)) {
     EXPECT_EQ(v[63], std::byte{0});
+  }
   EXPECT_EQ(t.reader->view(0, ::getpid(), UINT64_MAX - 50, 4096), nullptr);
   restore();
   // Random entries everywhere in process 0's table.
