@@ -167,7 +167,8 @@ class Mailbox {
   // regions, else null (read_from reads them then).
   const std::byte* view(std::size_t from, std::uint64_t address, std::size_t bytes) const;
   // Consumer of channel from -> to: `bytes` at `address` in the memory of
-  // node rank `from`'s process into `dst` (process_vm_readv, also within this
+  // node rank `from`'s process into `dst` (a copy from this process's mapping
+  // where they lie in one of that process's regions, else process_vm_readv, also within this
   // process: a bad address is an error, never a fault), unless the producer
   // withdrew its addresses (withdraw): then the node's failure notice (waited
   // for until `deadline`). kPeerFailure when that process is gone.
