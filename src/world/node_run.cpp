@@ -170,28 +170,27 @@ Result<bool> NodeRun::pull(Stream& s, Combine combine, std::size_t max_pieces) {
     if (!p.ready) break;
     const void* message = p.bytes.data();
     bool staged = true;  // the piece lies in the segment or the scratch
-    if (const std::byte* in_place =
-            p.address != 0 ? box_.view(s.node_peer, p.address, n * es) : nullptr) {
-      // In a region of the producer's process, mapped here: combined from
-      // there, while the producer cannot have withdrawn it.
-      RUCCL_TRY(box_.read_guarded(s.node_peer, me_, deadline_, [&] {
-        return core::completed(adapter_, queue,
-                               core::combine(adapter_, work_, local_, t.dst_offset + s.done,
-                                             in_place, n, combine));
-      }));
+    if (p.address != 0 && combine == Combine::kCopy && adapter_.kind() == DeviceKind::kHost) {
+      // Read straight into the destination (read_from copies from this
+      // process's mapping where the piece lies in one of the producer's
+      // regions, else through the kernel).
+      auto r = core::resolve(work_, Transfer{t.peer, Range{0, n}, t.dst_offset + s.done, t.source},
+                             combine, core::kElsewhere, local_);
+      RUCCL_TRY(r);
+      RUCCL_TRY(box_.read_from(s.node_peer, me_, p.address, r.value().dst, n * es, deadline_));
       message = nullptr;
-      staged = false;
     } else if (p.address != 0) {
-      // Read straight into the destination for a copy into host memory, else
-      // into scratch, then combined.
-      if (combine == Combine::kCopy && adapter_.kind() == DeviceKind::kHost) {
-        auto r =
-            core::resolve(work_, Transfer{t.peer, Range{0, n}, t.dst_offset + s.done, t.source},
-                          combine, core::kElsewhere, local_);
-        RUCCL_TRY(r);
-        RUCCL_TRY(box_.read_from(s.node_peer, me_, p.address, r.value().dst, n * es, deadline_));
+      if (const std::byte* in_place = box_.view(s.node_peer, p.address, n * es)) {
+        // In a region of the producer's process, mapped here: combined from
+        // there, while the producer cannot have withdrawn it.
+        RUCCL_TRY(box_.read_guarded(s.node_peer, me_, deadline_, [&] {
+          return core::completed(adapter_, queue,
+                                 core::combine(adapter_, work_, local_, t.dst_offset + s.done,
+                                               in_place, n, combine));
+        }));
         message = nullptr;
-      } else {
+        staged = false;
+      } else {  // read into scratch, then combined
         std::vector<std::byte>& scratch = options_.scratch ? *options_.scratch : own_scratch_;
         if (scratch.size() < n * es) scratch.resize(n * es);
         RUCCL_TRY(box_.read_from(s.node_peer, me_, p.address, scratch.data(), n * es, deadline_));

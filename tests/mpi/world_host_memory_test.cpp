@@ -96,6 +96,15 @@ class RankTest {
     return stats->peak_bytes;
   }
 
+  // out = op over the ranks of in (out may be in), checked against want(i);
+  // the call's staging.
+  std::size_t all_reduce(float* in, float* out, std::size_t count, ReduceOp op,
+                         const std::string& what, auto&& want) {
+    expect_ok(comm_.all_reduce_into(rank_, view(in, count), view(out, count), op), what);
+    expect(out, count, what, want);
+    return staging(what);
+  }
+
   void run(bool measure_staging) {
     // Odd counts: a large one through the node's channels, a smaller one.
     for (const std::size_t count : {std::size_t{300001}, std::size_t{10007}}) {
@@ -104,38 +113,24 @@ class RankTest {
       if (!in.memory || !out.memory) return;
       fill(in.data(), count);
       // all_reduce out of place, sum and max.
-      expect_ok(comm_.all_reduce_into(rank_, view(in.data(), count), view(out.data(), count),
-                                      ReduceOp::kSum),
-                "all_reduce" + n);
-      expect(out.data(), count, "all_reduce" + n, [&](std::size_t i) { return sum(i); });
-      const std::size_t shared_staging = staging("all_reduce" + n);
-      expect_ok(comm_.all_reduce_into(rank_, view(in.data(), count), view(out.data(), count),
-                                      ReduceOp::kMax),
-                "all_reduce max" + n);
-      expect(out.data(), count, "all_reduce max" + n,
-             [&](std::size_t i) { return input(world_ - 1, i); });
+      const auto sums = [&](std::size_t i) { return sum(i); };
+      const std::size_t shared_staging =
+          all_reduce(in.data(), out.data(), count, ReduceOp::kSum, "all_reduce" + n, sums);
+      all_reduce(in.data(), out.data(), count, ReduceOp::kMax, "all_reduce max" + n,
+                 [&](std::size_t i) { return input(world_ - 1, i); });
       // The same on private buffers, then mixed (input shared, output private).
       std::vector<float> pin(count), pout(count, -1.0f);
       fill(pin.data(), count);
-      expect_ok(comm_.all_reduce_into(rank_, view(pin.data(), count), view(pout.data(), count),
-                                      ReduceOp::kSum),
-                "private all_reduce" + n);
-      expect(pout.data(), count, "private all_reduce" + n, [&](std::size_t i) { return sum(i); });
-      const std::size_t private_staging = staging("private all_reduce" + n);
+      const std::size_t private_staging = all_reduce(pin.data(), pout.data(), count, ReduceOp::kSum,
+                                                     "private all_reduce" + n, sums);
       if (measure_staging && count > 100000 && (shared_staging != 0 || private_staging == 0))
         fail(rank_, "all_reduce" + n + ": staging " + std::to_string(shared_staging) +
                         " on allocate_host buffers (want 0: read in place), " +
                         std::to_string(private_staging) + " on private ones (want above 0)");
       std::fill(pout.begin(), pout.end(), -1.0f);
-      expect_ok(comm_.all_reduce_into(rank_, view(in.data(), count), view(pout.data(), count),
-                                      ReduceOp::kSum),
-                "mixed all_reduce" + n);
-      expect(pout.data(), count, "mixed all_reduce" + n, [&](std::size_t i) { return sum(i); });
+      all_reduce(in.data(), pout.data(), count, ReduceOp::kSum, "mixed all_reduce" + n, sums);
       // all_reduce in place.
-      expect_ok(comm_.all_reduce_into(rank_, view(in.data(), count), view(in.data(), count),
-                                      ReduceOp::kSum),
-                "in-place all_reduce" + n);
-      expect(in.data(), count, "in-place all_reduce" + n, [&](std::size_t i) { return sum(i); });
+      all_reduce(in.data(), in.data(), count, ReduceOp::kSum, "in-place all_reduce" + n, sums);
       // reduce to the last rank.
       fill(in.data(), count);
       std::memset(out.data(), 0, count * sizeof(float));
