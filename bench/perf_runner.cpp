@@ -1,7 +1,7 @@
 #include "perf_runner.hpp"
 
 #include <algorithm>
-#include <barrier>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <exception>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "perf_data.hpp"
 #include "perf_model.hpp"
@@ -18,6 +19,43 @@
 #endif
 
 namespace ruccl::perf {
+namespace {
+
+// The in-process runs' barrier before each timed call: it yields instead of
+// sleeping, so that every rank leaves it within a yield of the last arrival.
+// (std::barrier sleeps on a futex: a rank woken from it on this VM came up
+// to tens of us after the others, which timed the wake, not ruccl; the
+// world runs' barrier is a ruccl all-reduce, whose waits yield too.)
+class YieldingBarrier {
+ public:
+  explicit YieldingBarrier(std::size_t n) : expected_(n), next_expected_(n) {}
+  void arrive_and_wait() {
+    const std::uint64_t phase = arrive(false);
+    while (phase_.load(std::memory_order_acquire) == phase) std::this_thread::yield();
+  }
+  // As std::barrier's: arrives, and later phases expect one rank fewer.
+  void arrive_and_drop() { arrive(true); }
+
+ private:
+  std::uint64_t arrive(bool drop) {
+    while (busy_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+    const std::uint64_t phase = phase_.load(std::memory_order_relaxed);
+    if (drop) --next_expected_;
+    if (++count_ == expected_) {
+      count_ = 0;
+      expected_ = next_expected_;
+      phase_.store(phase + 1, std::memory_order_release);
+    }
+    busy_.clear(std::memory_order_release);
+    return phase;
+  }
+
+  std::atomic_flag busy_;  // guards the counts (a lock that yields, never sleeps)
+  std::size_t count_ = 0, expected_, next_expected_;
+  std::atomic<std::uint64_t> phase_{0};
+};
+
+}  // namespace
 
 // ---------------------------------------------------------------- RankPool
 
@@ -509,7 +547,7 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
   //    timed; with several communicators, one call of each per iteration.
   const std::size_t iters = options_.iters;
   const std::size_t warmup = options_.warmup;
-  std::barrier sync(static_cast<std::ptrdiff_t>(local_n));
+  YieldingBarrier sync(local_n);
   Status timed = pool_.run([&](std::size_t local) {
     const std::size_t rank = first + local;
     RankState& st = ranks_[local];

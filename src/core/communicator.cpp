@@ -40,7 +40,8 @@ struct Communicator::Impl {
         remote(std::move(span)),
         first(remote ? remote->first_rank() : 0),
         world(remote ? remote->world() : devices.size()),
-        rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1), first),
+        // (A world's ranks may all be on this machine: at most that many.)
+        rendezvous(devices.size(), config.timeout() + std::chrono::seconds(1), first, world),
         next_seq(devices.size()),
         scratch(devices.size()),
         requests(core::kRequestWays * devices.size()),

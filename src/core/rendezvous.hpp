@@ -8,6 +8,8 @@
 // rank at the same step. depart() ends a rank's part; the last to depart resets
 // the generation for the next collective.
 //
+// A wait yields the core, polling, for up to 1 ms (50 us where the ranks
+// outnumber the cores), then sleeps on a condition variable.
 // Every wait has the call's deadline and wakes on abort. A timeout names the
 // ranks that did not arrive and breaks the communicator: every later call gets
 // the same error until the communicator is replaced (reset).
@@ -42,7 +44,11 @@ class Rendezvous {
   // `drain_grace`: how long a rank leaving a broken collective waits for peers
   // still inside a device call that may read its buffers (see enter_device).
   // Seats are 0..world-1; messages name them as global ranks, first + seat.
-  Rendezvous(std::size_t world, std::chrono::milliseconds drain_grace, std::size_t first = 0);
+  // `sharing_cores`: how many ranks may share this machine's cores (a world
+  // communicator's other processes too): more than the cores, and a wait
+  // yields for 50 us only.
+  Rendezvous(std::size_t world, std::chrono::milliseconds drain_grace, std::size_t first = 0,
+             std::size_t sharing_cores = 0);
 
   // Everything one generation shares. Valid between arrive() and depart().
   struct Generation {
@@ -91,13 +97,17 @@ class Rendezvous {
   Status timeout_status(const char* waiting_for, const std::vector<bool>& present) const;
   Status broken_after_drain(std::unique_lock<std::mutex>& lock);
   Result<Plan> common_plan() const;  // of agreed_, once every rank arrived
+  std::unique_lock<std::mutex> locked() const;  // mutex_, tried yielding before it blocks
+  void notify_locked();                         // (under mutex_) bumps changes_, wakes the sleepers
 
   const std::size_t world_;
   const std::chrono::milliseconds drain_grace_;
   const std::size_t first_;  // global rank of seat 0 (for messages)
+  const Clock::duration spin_window_;  // how long a wait yields before it sleeps
   std::size_t in_device_ = 0;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
+  std::atomic<std::uint64_t> changes_{0};  // bumped under mutex_ at every notify, polled without
   std::optional<Status> broken_;
   std::atomic<bool> is_broken_{false};  // broken_ holds a value (set under mutex_, read without)
   Clock::time_point started_{};
