@@ -14,8 +14,8 @@ namespace {
 // the condition variable: a generation's ranks arrive and finish their steps
 // within microseconds of each other, and a wake from the condition variable
 // costs a futex wake and a reschedule (on the 2-vCPU development VM, an 8 B
-// all-reduce of `ruccl-perf --ranks 2` took 20-30 us p50 when every wait
-// slept, 5.7-8.2 us with this). Up to 1 ms where every rank has a core,
+// all-reduce of `ruccl-perf --ranks 2` took 21-30 us p50 when every wait
+// slept, 7.6-8.2 us with this). Up to 1 ms where every rank has a core,
 // 50 us where they outnumber the cores (they take turns; the node mailbox's
 // waits do the same).
 constexpr auto kSpinWindow = std::chrono::milliseconds(1);

@@ -231,14 +231,18 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
              call.bytes <= call.fused_capacity && fits(call.bytes, topo.world - 1, call.budget);
     case Algorithm::kNodeMailbox: {
       // A rank holds the others' inputs at once (a broadcast's receiver only
-      // the sender's): within the budget.
+      // the sender's): within the budget, but in the direct form.
       const bool kind =
           call.kind == CollectiveKind::kAllReduce || call.kind == CollectiveKind::kReduce ||
           call.kind == CollectiveKind::kBroadcast || call.kind == CollectiveKind::kAllGather ||
           call.kind == CollectiveKind::kReduceScatter || call.kind == CollectiveKind::kAllToAllV;
       const std::size_t held = call.kind == CollectiveKind::kBroadcast ? 1 : topo.world - 1;
       // The direct form, as the lean path decides it (lean_post).
-      const bool direct = call.lean_direct > 0 &&
+      // (Only the collectives that copy have one: lean_post.)
+      const bool copying = call.kind == CollectiveKind::kBroadcast ||
+                           call.kind == CollectiveKind::kAllGather ||
+                           call.kind == CollectiveKind::kAllToAllV;
+      const bool direct = copying && call.lean_direct > 0 &&
                           call.bytes >= lean_direct_threshold(call.kind, call.lean_direct) &&
                           call.bytes <= lean_direct_cap(call.kind);
       if (call.bytes > lean_copy_cap(call.kind) && !direct) return false;
@@ -249,8 +253,10 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
           call.bytes <= call.fused_capacity && fits(call.bytes, topo.world, kNodeMailboxTotalBytes);
       if (!in_slot && !(direct && fits(call.bytes, topo.world, kNodeMailboxDirectTotalBytes)))
         return false;
+      // (The direct form holds nothing: each reader copies straight into
+      // the caller's output, as an in-process rank does.)
       return topo.node_mailbox && call.lean_offer && kind && topo.host_buffers && topo.world >= 2 &&
-             fits(call.bytes, held, call.budget);
+             (direct || fits(call.bytes, held, call.budget));
     }
   }
   return false;

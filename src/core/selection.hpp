@@ -124,18 +124,31 @@ inline constexpr std::size_t kNodeMailboxTotalBytes = std::size_t{256} << 10;
 // 1.09-1.72, out of place 0.71-1.01 against 0.68-1.58.
 inline constexpr std::size_t kNodeMailboxBroadcastBytes = std::size_t{16} << 10;
 inline constexpr std::size_t kNodeMailboxAllGatherBytes = std::size_t{8} << 10;
+// The all-gather's cap was 4 MiB per rank, the all-to-all-v's below 2 MiB,
+// the total 8 MiB, and the direct form held to the byte budget like a value
+// form; it holds nothing (each reader copies into the caller's output), so
+// the budget no longer bounds it (feasible()), and both caps are 16 MiB per
+// rank within 64 MiB in all. Before / after, alternated twice, `ruccl-perf
+// --world --peers mpi --coll all_gather|all_to_all_v --max-chunk-bytes 32M` (np=4: 64M)
+// (after: the raised caps; before: the channels), p50 ratio to Open MPI, out
+// of place / in place: np=2 all-gather of 16 / 32 MiB (output) 1.19-1.29 /
+// 1.35-1.52 against 0.68-1.00 / 0.97-1.01, all-to-all-v of 4-16 MiB
+// 1.20-1.28 against 0.92-0.99 (32 MiB 1.13-1.14 against 1.12-1.15); np=4 on
+// 2 cores, all-gather of 16 MiB 1.21-1.30 / 1.20-1.41 against 0.86-0.93 /
+// 0.89-0.92, all-to-all-v of 16 MiB 1.26-1.31 against 1.01-1.02, 64 MiB
+// alike (0.68-1.17 against 0.70-1.12).
 inline constexpr std::size_t kNodeMailboxBroadcastDirectBytes = std::size_t{2} << 20;
-inline constexpr std::size_t kNodeMailboxAllGatherDirectBytes = std::size_t{4} << 20;
+inline constexpr std::size_t kNodeMailboxAllGatherDirectBytes = std::size_t{16} << 20;
 // An all-to-all-v in the direct form goes past the slot (its address rides
-// there), up to 2 MiB per rank while all ranks' inputs together stay within
-// 8 MiB (a value form's reader reads its blocks into scratch of its peers'
-// input sizes; a caller's buffer takes them straight). np=2, p50 ratio to
-// Open MPI, interleaved, each cap alternated with the one before (512 KiB):
-// 1 MiB 1.03-1.08 (channels 1.30-1.36), 2 MiB 0.98-1.00 (0.96-0.99), 4 MiB
-// (a cap of 8 MiB, not kept) 1.04 against 1.03-1.05; np=4 on 2 cores, 1 MiB
-// 1.00-1.01 (1.29). Below 512 KiB: 64 KiB 0.89-0.90, 256 KiB 0.91-0.92.
-inline constexpr std::size_t kNodeMailboxAllToAllVDirectBytes = std::size_t{2} << 20;
-inline constexpr std::size_t kNodeMailboxDirectTotalBytes = std::size_t{8} << 20;
+// there), up to 16 MiB per rank while all ranks' inputs together stay within
+// 64 MiB (was 2 and 8 MiB: see above; a value form's reader reads its blocks into scratch of its
+// peers' input sizes; a caller's buffer takes them straight). np=2, p50 ratio to Open MPI,
+// interleaved, each cap alternated with the one before (512 KiB): 1 MiB 1.03-1.08
+// (channels 1.30-1.36), 2 MiB 0.98-1.00 (0.96-0.99), 4 MiB (a cap of 8 MiB, not kept) 1.04
+// against 1.03-1.05; np=4 on 2 cores, 1 MiB 1.00-1.01 (1.29). Below 512 KiB: 64 KiB 0.89-0.90, 256
+// KiB 0.91-0.92.
+inline constexpr std::size_t kNodeMailboxAllToAllVDirectBytes = std::size_t{16} << 20;
+inline constexpr std::size_t kNodeMailboxDirectTotalBytes = std::size_t{64} << 20;
 
 // The smallest input of `kind` that the lean path sends in the direct form,
 // given the configured threshold (Config::lean_direct_bytes; 0: never): at

@@ -180,13 +180,28 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
   other.lean_direct = Config::kDefaultLeanDirectBytes;
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox);
+  // The value form holds the others' inputs: within the budget (a slot's
+  // 64 KiB at np=2 with a 32 KiB budget: not the lean path).
+  // A reduction has no direct form, whatever its size.
+  CallShape held = lean_call(kLean, 32 << 10);
+  held.lean_direct = Config::kDefaultLeanDirectBytes;
+  for (CollectiveKind kind :
+       {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kReduceScatter}) {
+    held.kind = kind;
+    held.budget = 32 << 10;
+    EXPECT_EQ(pick(c, held, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
+    held.budget = kLean;
+    EXPECT_EQ(pick(c, held, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+  }
+  // The direct form holds nothing (each reader copies into its output): up
+  // to its cap per rank and its total over the node, whatever the budget.
   other.bytes = kNodeMailboxAllToAllVDirectBytes;
+  const std::size_t ranks = kNodeMailboxDirectTotalBytes / kNodeMailboxAllToAllVDirectBytes;
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox);
-  EXPECT_EQ(pick(c, other, node(3, 1)), Algorithm::kNodeMailbox);  // 4 MiB held: the budget
-  EXPECT_EQ(pick(c, other, node(4, 1)), Algorithm::kFlatRing);     // 6 MiB held: over it
-  other.budget = 2 * Config::kDefaultMaxChunkBytes;
-  EXPECT_EQ(pick(c, other, node(4, 1)), Algorithm::kNodeMailbox);  // 8 MiB in all
-  EXPECT_EQ(pick(c, other, node(5, 1)), Algorithm::kFlatRing);     // more: the channels
+  EXPECT_EQ(pick(c, other, node(ranks, 1)), Algorithm::kNodeMailbox);
+  EXPECT_EQ(pick(c, other, node(ranks + 1, 1)), Algorithm::kFlatRing);  // over the total
+  other.budget = 32 << 10;
+  EXPECT_EQ(pick(c, other, node(ranks, 1)), Algorithm::kNodeMailbox);
   other.budget = Config::kDefaultMaxChunkBytes;
   other.bytes = kNodeMailboxAllToAllVDirectBytes + 1;
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
@@ -194,23 +209,21 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   other.lean_direct = 65538;  // below its threshold: it would copy, past the slot
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
   // Broadcast, all-gather: past the slot in the direct form too (always
-  // direct past their copy caps), within the direct form's total (with a
-  // budget that holds an all-gather's three peers' inputs).
+  // direct past their copy caps), up to their caps within the direct form's
+  // total, whatever the budget.
   for (CollectiveKind kind : {CollectiveKind::kBroadcast, CollectiveKind::kAllGather}) {
     other.kind = kind;
     other.bytes = 65537;
     other.lean_direct = Config::kDefaultLeanDirectBytes;
     EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
-    other.bytes = kNodeMailboxBroadcastDirectBytes;  // (within both caps)
-    other.budget = 2 * Config::kDefaultMaxChunkBytes;
-    EXPECT_EQ(pick(c, other, node(4, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
-    EXPECT_EQ(pick(c, other, node(5, 1)), Algorithm::kFlatRing) << collective_name(kind);
+    other.bytes = kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherDirectBytes
+                                                     : kNodeMailboxBroadcastDirectBytes;
+    const std::size_t most = kNodeMailboxDirectTotalBytes / other.bytes;
+    other.budget = 32 << 10;
+    EXPECT_EQ(pick(c, other, node(most, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+    EXPECT_EQ(pick(c, other, node(most + 1, 1)), Algorithm::kFlatRing) << collective_name(kind);
     other.budget = Config::kDefaultMaxChunkBytes;
   }
-  // An all-gather of 2 MiB per rank holds 6 MiB at np=4: over the default budget.
-  other.kind = CollectiveKind::kAllGather;
-  EXPECT_EQ(pick(c, other, node(3, 1)), Algorithm::kNodeMailbox);
-  EXPECT_EQ(pick(c, other, node(4, 1)), Algorithm::kFlatRing);
   // Broadcast up to 16 KiB, all-gather up to 8 KiB per rank (the channels beyond).
   for (auto [kind, cap] : {std::pair{CollectiveKind::kBroadcast, kNodeMailboxBroadcastBytes},
                            std::pair{CollectiveKind::kAllGather, kNodeMailboxAllGatherBytes}}) {
