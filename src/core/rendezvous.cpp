@@ -2,25 +2,15 @@
 
 #include <algorithm>
 #include <ctime>
-#include <thread>
 
 #include <sched.h>
 
 #include <string>
 
+#include "core/yield_window.hpp"
+
 namespace ruccl::core {
 namespace {
-// How long a wait yields the core, polling for a change, before it sleeps on
-// the condition variable: a generation's ranks arrive and finish their steps
-// within microseconds of each other, and a wake from the condition variable
-// costs a futex wake and a reschedule (on the 2-vCPU development VM, an 8 B
-// all-reduce of `ruccl-perf --ranks 2` took 21-30 us p50 when every wait
-// slept, 7.6-8.2 us with this). Up to 1 ms where every rank has a core,
-// 50 us where they outnumber the cores (they take turns; the node mailbox's
-// waits do the same).
-constexpr auto kSpinWindow = std::chrono::milliseconds(1);
-constexpr auto kOversubscribedSpinWindow = std::chrono::microseconds(50);
-
 // How many times a rank tries the mutex, yielding between tries, before it
 // blocks on it: the sections it guards are short, and a contended std::mutex
 // sleeps on a futex at once (`perf` on `ruccl-perf --ranks 2` showed ranks
@@ -34,11 +24,6 @@ void relock(std::unique_lock<std::mutex>& lock) {
   }
   lock.lock();
 }
-
-Clock::duration spin_window(std::size_t ranks) {
-  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return ranks > cores ? Clock::duration(kOversubscribedSpinWindow) : Clock::duration(kSpinWindow);
-}
 }  // namespace
 
 Rendezvous::Rendezvous(std::size_t world, std::chrono::milliseconds drain_grace, std::size_t first,
@@ -46,7 +31,7 @@ Rendezvous::Rendezvous(std::size_t world, std::chrono::milliseconds drain_grace,
     : world_(world),
       drain_grace_(drain_grace),
       first_(first),
-      spin_window_(spin_window(std::max(world, sharing_cores))),
+      spin_window_(yield_window(outnumber_cores(std::max(world, sharing_cores)))),
       arrived_flags_(world, false),
       requests_(world, nullptr),
       locals_(world, nullptr),
@@ -223,14 +208,14 @@ Status Rendezvous::barrier(std::size_t rank, Status mine, Clock::time_point dead
     if (!barrier_pending_) barrier_pending_ = own;
   }
   at_barrier_[rank] = true;
-  const std::uint64_t phase = barrier_phase_.load(std::memory_order_relaxed);
+  const std::uint64_t phase = barrier_phase_;
   if (++barrier_count_ == world_) {
     barrier_result_ = barrier_pending_ ? *barrier_pending_ : Status::ok();
     if (barrier_pending_) barrier_failed_ = barrier_result_;
     barrier_pending_.reset();
     barrier_count_ = 0;
     at_barrier_.assign(world_, false);
-    barrier_phase_.store(phase + 1, std::memory_order_release);
+    barrier_phase_ = phase + 1;
     notify_locked();
     return own.is_ok() ? barrier_result_ : own;
   }

@@ -125,7 +125,7 @@ class Rendezvous {
   // Step barrier.
   std::vector<bool> at_barrier_;
   std::size_t barrier_count_ = 0;
-  std::atomic<std::uint64_t> barrier_phase_{0};  // written under mutex_, polled without it
+  std::uint64_t barrier_phase_ = 0;         // (under mutex_)
   std::optional<Status> barrier_pending_;   // first failure of the open phase
   Status barrier_result_;                   // outcome of the last completed phase
   std::optional<Status> barrier_failed_;    // the generation's first failed phase

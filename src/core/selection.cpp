@@ -168,10 +168,8 @@ AlgorithmTable make_table(const Config& config) {
       // (Broadcast and all-gather past their copy caps only in the direct
       // form, and the collectives that copy past the slot, where only the
       // input's address rides in it: feasible.)
-      const bool copies = kind == CollectiveKind::kAllToAllV ||
-                          kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather;
       add(t, kind, Algorithm::kNodeMailbox, 0,
-          copies && config.lean_bytes() >= kNodeMailboxBytes
+          has_lean_direct_form(kind) && config.lean_bytes() >= kNodeMailboxBytes
               ? lean_direct_cap(kind) + 1
               : std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
     }
@@ -201,14 +199,16 @@ std::size_t lean_copy_cap(CollectiveKind kind) {
          : kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherBytes
                                               : SIZE_MAX;
 }
-// The largest input the lean path takes in the direct form.
+// The largest input the lean path takes in the direct form (0: it has none).
 std::size_t lean_direct_cap(CollectiveKind kind) {
   return kind == CollectiveKind::kAllGather   ? kNodeMailboxAllGatherDirectBytes
          : kind == CollectiveKind::kAllToAllV ? kNodeMailboxAllToAllVDirectBytes
          : kind == CollectiveKind::kBroadcast ? kNodeMailboxBroadcastDirectBytes
-                                              : SIZE_MAX;
+                                              : 0;
 }
 }  // namespace
+
+bool has_lean_direct_form(CollectiveKind kind) noexcept { return lean_direct_cap(kind) > 0; }
 
 std::size_t lean_direct_threshold(CollectiveKind kind, std::size_t configured) noexcept {
   const std::size_t cap = lean_copy_cap(kind);
@@ -237,12 +237,9 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
           call.kind == CollectiveKind::kBroadcast || call.kind == CollectiveKind::kAllGather ||
           call.kind == CollectiveKind::kReduceScatter || call.kind == CollectiveKind::kAllToAllV;
       const std::size_t held = call.kind == CollectiveKind::kBroadcast ? 1 : topo.world - 1;
-      // The direct form, as the lean path decides it (lean_post).
-      // (Only the collectives that copy have one: lean_post.)
-      const bool copying = call.kind == CollectiveKind::kBroadcast ||
-                           call.kind == CollectiveKind::kAllGather ||
-                           call.kind == CollectiveKind::kAllToAllV;
-      const bool direct = copying && call.lean_direct > 0 &&
+      // The direct form, as the lean path decides it (lean_post; a
+      // reduction has none: its cap is 0).
+      const bool direct = call.lean_direct > 0 &&
                           call.bytes >= lean_direct_threshold(call.kind, call.lean_direct) &&
                           call.bytes <= lean_direct_cap(call.kind);
       if (call.bytes > lean_copy_cap(call.kind) && !direct) return false;

@@ -163,6 +163,10 @@ inline constexpr std::size_t kNodeMailboxDirectTotalBytes = std::size_t{64} << 2
 // no copy cap, keeps the configured threshold (below 32 KiB its copies were
 // faster: 3.1-4.6 us against 4.9-7.1 direct at 8-16 KiB).
 std::size_t lean_direct_threshold(CollectiveKind kind, std::size_t configured) noexcept;
+// Whether the lean path has a direct form for `kind`: the collectives that
+// only copy (broadcast, all-gather, all-to-all-v); a reduction's reader
+// copies and then reduces either way.
+bool has_lean_direct_form(CollectiveKind kind) noexcept;
 
 // A broadcast runs level by level from this size; below, the flat chain.
 // 2 namespace hosts x 2 processes x 1 device on the development VM, each

@@ -15,6 +15,8 @@
 #include <optional>
 #include <thread>
 
+#include "core/yield_window.hpp"
+
 namespace ruccl::node {
 namespace {
 
@@ -40,16 +42,6 @@ constexpr std::size_t kMagicAt = 0, kVersionAt = 8, kTagAt = 16, kBytesAt = 32, 
 // Each rank's bell: the futex word it sleeps on, and whether it sleeps.
 constexpr std::size_t kBellBytes = 64, kSleepersAt = 4;
 constexpr std::size_t kNoticesAt = 128;  // notices posted
-
-// How long a wait yields before it sleeps on its bell. Where every rank of
-// the node has a core, a waiter that yields up to 1 ms sees a peer's word at
-// once instead of being woken (a futex wake and a reschedule, several us on
-// the development VM): np=2 broadcast of 2 MiB in place, whose root waits
-// about 110 us for its reader, 1.13-1.19x Open MPI's p50 with 50 us against
-// 1.00 with 1 ms, the other collectives alike or a little faster. On an
-// oversubscribed node the ranks take turns on the cores: 50 us, then sleep.
-constexpr auto kYieldWindow = std::chrono::milliseconds(1);
-constexpr auto kOversubscribedYieldWindow = std::chrono::microseconds(50);
 
 template <typename T>
 std::atomic_ref<T> atomic_at(std::byte* p) {
@@ -518,8 +510,7 @@ Status Mailbox::wait_until(std::size_t me, std::span<const std::size_t> watch,
               std::to_string(
                   std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()) +
               " ms");
-    if (now - start < (oversubscribed_ ? Clock::duration(kOversubscribedYieldWindow)
-                                       : Clock::duration(kYieldWindow))) {
+    if (now - start < core::yield_window(oversubscribed_)) {
       std::this_thread::yield();
       continue;
     }

@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/yield_window.hpp"
 #include "node/regions.hpp"
 #include "node/segment.hpp"
 #include "ruccl/status.hpp"
@@ -214,7 +215,7 @@ class Mailbox {
         shape_(shape),
         layout_(layout_of(shape)),
         abort_(abort),
-        oversubscribed_(shape.ranks > std::max(1u, std::thread::hardware_concurrency())) {}
+        oversubscribed_(core::outnumber_cores(shape.ranks)) {}
   std::byte* at(std::size_t offset) const { return segment_.data() + offset; }
   std::byte* slot_at(std::size_t rank, std::uint64_t seq, Lane lane) const;
   // The first notice posted (the mailbox's lasting error); ok if none.

@@ -821,10 +821,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     return true;
   }
   // The collectives with a direct form: those that only copy.
-  static bool copies(CollectiveKind kind) {
-    return kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather ||
-           kind == CollectiveKind::kAllToAllV;
-  }
+  static bool copies(CollectiveKind kind) { return core::has_lean_direct_form(kind); }
   // Whether the output a copying collective writes on the lean path leaves
   // this rank's input alone: another buffer, a broadcast's root in place (it
   // writes nothing), or an all-gather's input that is this rank's block of
