@@ -168,9 +168,11 @@ AlgorithmTable make_table(const Config& config) {
       // (Broadcast and all-gather past their copy caps only in the direct
       // form, and the collectives that copy past the slot, where only the
       // input's address rides in it: feasible.)
+      const bool full = config.lean_bytes() >= kNodeMailboxBytes;
       add(t, kind, Algorithm::kNodeMailbox, 0,
-          has_lean_direct_form(kind) && config.lean_bytes() >= kNodeMailboxBytes
-              ? lean_direct_cap(kind) + 1
+          full && has_lean_direct_form(kind) ? lean_direct_cap(kind) + 1
+          : full && kind == CollectiveKind::kAllReduce
+              ? kNodeMailboxAllReduceDirectBytes + 1
               : std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
     }
     if (kind == CollectiveKind::kAllReduce && one_shot > 0)
@@ -215,6 +217,19 @@ std::size_t lean_direct_threshold(CollectiveKind kind, std::size_t configured) n
   return configured == 0 || cap == SIZE_MAX ? configured : std::min(configured, cap + 1);
 }
 
+bool lean_in_slot(std::size_t bytes, std::size_t world, std::size_t capacity) noexcept {
+  return bytes <= capacity && fits(bytes, world, kNodeMailboxTotalBytes);
+}
+
+bool lean_reduction_direct(CollectiveKind kind, std::size_t bytes, std::size_t world,
+                           std::size_t capacity, std::size_t configured) noexcept {
+  return kind == CollectiveKind::kAllReduce && configured > 0 && bytes > 0 &&
+         bytes <= kNodeMailboxAllReduceDirectBytes &&
+         bytes <= kNodeMailboxAllReduceShardBytes * std::min<std::size_t>(world, 1024) *
+                      std::min<std::size_t>(world, 1024) &&
+         !lean_in_slot(bytes, world, capacity);
+}
+
 bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
   switch (a) {
     case Algorithm::kInProcess: return topo.world == topo.local;
@@ -246,8 +261,13 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
       // Within the slot and its total over the node; in the direct form
       // (its address rides in the slot, every rank reads what it needs from
       // the owner's memory) within the direct form's total.
-      const bool in_slot =
-          call.bytes <= call.fused_capacity && fits(call.bytes, topo.world, kNodeMailboxTotalBytes);
+      const bool in_slot = lean_in_slot(call.bytes, topo.world, call.fused_capacity);
+      // (An all-reduce's direct form holds nothing either: each rank reads
+      // its shard of the others' inputs piece by piece.)
+      const bool reduction = lean_reduction_direct(call.kind, call.bytes, topo.world,
+                                                   call.fused_capacity, call.lean_direct);
+      if (reduction)
+        return topo.node_mailbox && call.lean_offer && topo.host_buffers && topo.world >= 2;
       if (!in_slot && !(direct && fits(call.bytes, topo.world, kNodeMailboxDirectTotalBytes)))
         return false;
       // (The direct form holds nothing: each reader copies straight into

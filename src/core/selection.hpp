@@ -167,6 +167,33 @@ std::size_t lean_direct_threshold(CollectiveKind kind, std::size_t configured) n
 // only copy (broadcast, all-gather, all-to-all-v); a reduction's reader
 // copies and then reduces either way.
 bool has_lean_direct_form(CollectiveKind kind) noexcept;
+// An all-reduce past the slot (lean_in_slot false) has a direct form of its
+// own where the caller gives an output buffer: each rank reduces its shard
+// of the inputs, read from their ranks' memory, into its output, and then
+// reads the others' shards from their outputs (a reduce-scatter and an
+// all-gather in two rounds, where the ring over the channels takes 2(n-1)
+// hand-offs, each a switch on an oversubscribed node), up to
+// kNodeMailboxAllReduceShardBytes x n x n for n ranks (np=2: 128 KiB, np=4:
+// 512 KiB) and at most kNodeMailboxAllReduceDirectBytes: beyond, the ring
+// over the channels pipelines its copies and was faster. np=2 / np=4 on 2
+// cores, `ruccl-perf --world --peers mpi`, p50 ratio to Open MPI, out of
+// place / in place, the direct form alternated twice with the channels:
+// np=2 128 KiB 0.72-0.82 / 0.92-0.95 against 0.88-0.90 / 1.19-1.26, 256
+// KiB 0.98-1.00 / 0.93-0.96 against 0.96 / 0.77-0.80, 1 MiB and up 0.96-1.10
+// against 0.60-0.96; np=4 128 KiB 0.97-1.00 / 0.98-0.99 against 1.63-1.70
+// / 1.51-1.57, 256 KiB 0.89-0.93 / 0.95-0.99 against 1.29-1.30 /
+// 1.21-1.26, 512 KiB 0.84-0.93 / 0.99-1.06 against 1.07-1.15 / 1.03-1.10,
+// 2 MiB 0.92-1.06 against 0.57-0.64.
+inline constexpr std::size_t kNodeMailboxAllReduceShardBytes = std::size_t{32} << 10;
+inline constexpr std::size_t kNodeMailboxAllReduceDirectBytes = std::size_t{64} << 20;
+// Whether an input of `bytes` rides in the lean slot, whose message capacity
+// is `capacity` (RemoteRanks::lean_capacity), at `world` ranks (within
+// kNodeMailboxTotalBytes over the node).
+bool lean_in_slot(std::size_t bytes, std::size_t world, std::size_t capacity) noexcept;
+// Whether the lean path takes an all-reduce of `bytes` in its direct form
+// (above), given the configured threshold (0: no direct form).
+bool lean_reduction_direct(CollectiveKind kind, std::size_t bytes, std::size_t world,
+                           std::size_t capacity, std::size_t configured) noexcept;
 
 // A broadcast runs level by level from this size; below, the flat chain.
 // 2 namespace hosts x 2 processes x 1 device on the development VM, each

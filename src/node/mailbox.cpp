@@ -41,6 +41,9 @@ constexpr std::size_t kMagicAt = 0, kVersionAt = 8, kTagAt = 16, kBytesAt = 32, 
                       kChannelSlotsAt = 104, kChannelPieceAt = 112;
 // Each rank's bell: the futex word it sleeps on, and whether it sleeps.
 constexpr std::size_t kBellBytes = 64, kSleepersAt = 4;
+// Beside the bell, in the rank's own line: seq + 1 of the last lean
+// collective whose shard it staged (lean_stage).
+constexpr std::size_t kStagedAt = 8;
 constexpr std::size_t kNoticesAt = 128;  // notices posted
 
 template <typename T>
@@ -371,6 +374,16 @@ void Mailbox::lean_done(std::size_t from, std::size_t to, std::uint64_t seq) {
 bool Mailbox::lean_released(std::size_t from, std::size_t to, std::uint64_t seq) const {
   return atomic_at<std::uint64_t>(channel_at(from, to) + kLeanDoneAt)
              .load(std::memory_order_seq_cst) >= seq + 1;
+}
+
+void Mailbox::lean_stage(std::size_t rank, std::uint64_t seq) {
+  atomic_at<std::uint64_t>(bell_at(rank) + kStagedAt).store(seq + 1, std::memory_order_seq_cst);
+  ring_all();
+}
+
+bool Mailbox::lean_staged(std::size_t rank, std::uint64_t seq) const {
+  return atomic_at<std::uint64_t>(bell_at(rank) + kStagedAt).load(std::memory_order_seq_cst) >=
+         seq + 1;
 }
 
 void Mailbox::withdraw(std::size_t from, std::size_t to) {

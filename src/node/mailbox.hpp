@@ -192,6 +192,12 @@ class Mailbox {
   // whether it said so for `seq` (or later).
   void lean_done(std::size_t from, std::size_t to, std::uint64_t seq);
   bool lean_released(std::size_t from, std::size_t to, std::uint64_t seq) const;
+  // The lean path's direct all-reduce (world_agreement.cpp): node rank
+  // `rank` has reduced its shard of collective `seq` into its output, where
+  // the others read it, and rings every rank; whether it said so for `seq`
+  // (or later). A word per rank beside its bell.
+  void lean_stage(std::size_t rank, std::uint64_t seq);
+  bool lean_staged(std::size_t rank, std::uint64_t seq) const;
   // Waits until `ready()` holds, like wait(): spin, yield, then the futex;
   // ends with the notices, the abort flag, the death of a process of the
   // node ranks in `watch`, or kTimeout at `deadline` (its text: "waiting for

@@ -24,6 +24,9 @@ constexpr std::size_t kLeanHeader = 64;
 // process and its bytes, two words; the readers copy it themselves.
 constexpr std::uint64_t kDirectBit = std::uint64_t{1} << 34;
 constexpr std::size_t kLeanAddress = 2 * sizeof(std::uint64_t);
+// An all-reduce's direct form (core::lean_reduction_direct): its input's
+// address and bytes, then its output's address, three words.
+constexpr std::size_t kLeanReduceAddress = 3 * sizeof(std::uint64_t);
 using LeanHeader = std::array<std::uint64_t, kLeanHeader / 8>;
 
 // The slot's form of a header. 16 bytes where it fits (kCompactBit in word

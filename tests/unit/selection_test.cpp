@@ -258,6 +258,47 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
     EXPECT_EQ(lean_direct_threshold(kind, 1024), 1024u);
     EXPECT_EQ(lean_direct_threshold(kind, 0), 0u);
   }
+  // An all-reduce past the slot (past 64 KiB at np=2, past 256 KiB over the
+  // node's inputs at np=4) has a direct form of its own, up to its cap,
+  // whatever the budget; a reduce or reduce-scatter has none.
+  EXPECT_FALSE(lean_in_slot(kLean + 1, 2, kLean));
+  EXPECT_TRUE(lean_in_slot(kLean, 4, kLean));
+  EXPECT_FALSE(lean_in_slot(kLean + 1, 4, kLean));
+  EXPECT_FALSE(lean_in_slot(32 << 10, 9, kLean));
+  for (auto [ranks, past] : {std::pair{2u, kLean + 1}, std::pair{4u, kLean + 1},
+                             std::pair{8u, std::size_t{32 << 10} + 1}}) {
+    CallShape big = lean_call(past, 32 << 10);
+    big.lean_direct = Config::kDefaultLeanDirectBytes;
+    EXPECT_TRUE(lean_reduction_direct(big.kind, past, ranks, kLean, big.lean_direct)) << ranks;
+    EXPECT_FALSE(lean_reduction_direct(big.kind, past - 1, ranks, kLean, big.lean_direct)) << ranks;
+    EXPECT_EQ(pick(c, big, node(ranks, 1)), Algorithm::kNodeMailbox) << ranks;
+    // Up to 32 KiB x ranks x ranks (np=2: 128 KiB, np=4: 512 KiB).
+    big.bytes = kNodeMailboxAllReduceShardBytes * ranks * ranks;
+    EXPECT_EQ(pick(c, big, node(ranks, 1)), Algorithm::kNodeMailbox) << ranks;
+    big.bytes += 1;
+    EXPECT_EQ(pick(c, big, node(ranks, 1)), Algorithm::kFlatRing) << ranks;
+    big.bytes = past;
+    EXPECT_NE(pick(c, big, node(ranks, 1, false)), Algorithm::kNodeMailbox) << ranks;
+    big.lean_direct = 0;  // (a node whose processes cannot read each other)
+    EXPECT_EQ(pick(c, big, node(ranks, 1)), Algorithm::kFlatRing) << ranks;
+    big.lean_direct = Config::kDefaultLeanDirectBytes;
+    for (CollectiveKind kind : {CollectiveKind::kReduce, CollectiveKind::kReduceScatter}) {
+      big.kind = kind;
+      EXPECT_FALSE(lean_reduction_direct(kind, past, ranks, kLean, big.lean_direct));
+      EXPECT_EQ(pick(c, big, node(ranks, 1)), Algorithm::kFlatRing) << collective_name(kind);
+    }
+  }
+  // ... not with a smaller slot configured (RUCCL_LEAN_BYTES).
+  CallShape small_slot = lean_call(2048);
+  small_slot.fused_capacity = 1024;
+  small_slot.lean_direct = Config::kDefaultLeanDirectBytes;
+  EXPECT_NE(pick(Config().with_lean_bytes(1024), small_slot, node(2, 1)), Algorithm::kNodeMailbox);
+  EXPECT_EQ(kNodeMailboxAllReduceShardBytes * 2 * 2, std::size_t{128} << 10);
+  EXPECT_FALSE(lean_reduction_direct(CollectiveKind::kAllReduce,
+                                     kNodeMailboxAllReduceDirectBytes + 1, 1024, kLean,
+                                     Config::kDefaultLeanDirectBytes));
+  EXPECT_TRUE(lean_reduction_direct(CollectiveKind::kAllReduce, kNodeMailboxAllReduceDirectBytes,
+                                    1024, kLean, Config::kDefaultLeanDirectBytes));
   // The all-to-all-v has no copy cap: the configured threshold.
   EXPECT_EQ(lean_direct_threshold(CollectiveKind::kAllToAllV, Config::kDefaultLeanDirectBytes),
             Config::kDefaultLeanDirectBytes);
