@@ -178,12 +178,17 @@ bool has_lean_direct_form(CollectiveKind kind) noexcept;
 // over the channels pipelines its copies and was faster. np=2 / np=4 on 2
 // cores, `ruccl-perf --world --peers mpi`, p50 ratio to Open MPI, out of
 // place / in place, the direct form alternated twice with the channels:
-// np=2 128 KiB 0.72-0.82 / 0.92-0.95 against 0.88-0.90 / 1.19-1.26, 256
-// KiB 0.98-1.00 / 0.93-0.96 against 0.96 / 0.77-0.80, 1 MiB and up 0.96-1.10
-// against 0.60-0.96; np=4 128 KiB 0.97-1.00 / 0.98-0.99 against 1.63-1.70
-// / 1.51-1.57, 256 KiB 0.89-0.93 / 0.95-0.99 against 1.29-1.30 /
-// 1.21-1.26, 512 KiB 0.84-0.93 / 0.99-1.06 against 1.07-1.15 / 1.03-1.10,
-// 2 MiB 0.92-1.06 against 0.57-0.64.
+// np=2 80-96 KiB 0.69-0.71 / 0.86-0.87 against 0.75-0.87 / 1.18-1.24, 128
+// KiB 0.72-0.73 / 0.93-0.96 against 0.88-0.89 / 1.26-1.27, 256 KiB
+// 0.98-1.00 / 0.93-0.96 against 0.96 / 0.77-0.80, 1 MiB and up 0.96-1.10
+// against 0.60-0.96 (64 KiB even: 13.7-14.7 us against 13.1-13.4 out of
+// place); np=4 128 KiB 0.86-0.89 / 0.96-1.03 against 1.59-1.62 /
+// 1.41-1.42, 256 KiB 0.96-0.98 / 0.96-1.08 against 1.29-1.39 / 1.20-1.21,
+// 512 KiB 0.91 / 0.92-1.02 against 1.17 / 1.04-1.08, 2 MiB 0.92-1.06
+// against 0.57-0.64. A reduce in the same form (its other ranks' shards in
+// scratch, read by the root) was slower than the channels' chain: np=2 128
+// KiB 2.1-2.4 against 0.96-1.49, np=4 128-512 KiB 1.09-2.0 against
+// 0.73-1.20 (the reduce keeps the channels).
 inline constexpr std::size_t kNodeMailboxAllReduceShardBytes = std::size_t{32} << 10;
 inline constexpr std::size_t kNodeMailboxAllReduceDirectBytes = std::size_t{64} << 20;
 // Whether an input of `bytes` rides in the lean slot, whose message capacity
