@@ -179,7 +179,9 @@ bool lean_fits(const std::vector<LeanHeader>& heads, const std::vector<std::size
   if (!bytes) return false;
   for (std::size_t r = 0; r < world; ++r) {
     const bool sends = kind != CollectiveKind::kBroadcast || r == lead;
-    if (sizes[r] != (sends ? *bytes : 0)) return false;
+    // A reduce's root may leave its input out of its slot (only it reads it).
+    const bool kept = kind == CollectiveKind::kReduce && r == plan.root && sizes[r] == 0;
+    if (sizes[r] != (sends ? *bytes : 0) && !kept) return false;
   }
   return true;
 }

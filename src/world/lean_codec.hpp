@@ -73,6 +73,9 @@ struct LeanPlan {
 
 // Whether the ranks' lean slots (their headers, payload sizes and payloads)
 // make one collective that the lean path runs; the same answer on every rank.
+// Every rank's payload is its input (of the count's bytes), but a
+// broadcast receiver's (none) and a reduce's root's (its input or none: it
+// reduces from its own input).
 // What it refuses (any difference) goes to the agreement, which names it.
 // `plan` (the caller's, reused: no allocation per call) is filled when it fits.
 bool lean_fits(const std::vector<LeanHeader>& heads, const std::vector<std::size_t>& sizes,

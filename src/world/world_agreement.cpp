@@ -130,7 +130,8 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
     default: {
       // In rank order, from rank 0's input: the same bits on every rank, the
       // first two inputs in one pass. (An in-place caller's buffer is its
-      // input: its copy is in its slot, reductions having no direct form.)
+      // input: its copy is in its slot, but a reduce's root 0's, whose
+      // output is the first operand of every step: keeps_input.)
       const std::size_t at = shard.offset * es, count = shard.count;
       RUCCL_TRY(host::reduce(plan.dtype, plan.op, d, inputs[0] + at, inputs[1] + at, count));
       for (std::size_t r = 2; r < world; ++r)
@@ -191,6 +192,7 @@ struct LeanScratch {
     const std::byte* input = nullptr;  // this rank's input in its slot (after the counts)
     std::size_t bytes = 0;             // counts and data
     std::uint64_t key = 0;             // its request_key
+    bool kept = false;                 // a reduce's root: its input is not in its slot
   };
   Posted posted;
   std::vector<std::uint64_t> address;  // a direct rank's input (0: in its slot)
@@ -687,11 +689,14 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       const auto* in = static_cast<const std::byte*>(req.in.data);
       std::memcpy(slot.data() + hb + counts, in, at);
       std::memcpy(slot.data() + hb + counts + end, in + end, data - end);
-    } else if (data > 0) {
+    } else if (data > 0 && !keeps_input(req, me)) {
       std::memcpy(slot.data() + hb + counts, req.in.data, data);
     }
-    box.publish(me - base, seq, hb + counts + (direct ? record : data), node::Lane::kLean);
-    k.posted = {seq, direct, &head, slot.data() + hb, bytes, request_key};
+    // (A reduce's root reduces from its input: only it reads that.)
+    const bool kept = !direct && data > 0 && keeps_input(req, me);
+    const std::size_t sent = direct ? record : kept ? 0 : data;
+    box.publish(me - base, seq, hb + counts + sent, node::Lane::kLean);
+    k.posted = {seq, direct, &head, slot.data() + hb, kept ? 0 : bytes, request_key, kept};
     return std::optional<Status>(std::in_place);  // ok (built in place: no move per call)
   }
   std::optional<Result<core::RankOutcome>> lean_collect(std::size_t local, std::uint64_t seq,
@@ -742,7 +747,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       if (r == me) {
         k.heads[r] = head;
         // (An all-to-all-v's counts stay in the slot; its own rows are the input.)
-        k.inputs[r] = direct && !a2a ? static_cast<const std::byte*>(req.in.data) : posted.input;
+        k.inputs[r] = (direct && !a2a) || posted.kept ? static_cast<const std::byte*>(req.in.data)
+                                                      : posted.input;
         k.sizes[r] = posted.bytes;
         continue;
       }
@@ -845,6 +851,20 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   }
   // The collectives with a direct form: those that only copy.
   static bool copies(CollectiveKind kind) { return core::has_lean_direct_form(kind); }
+  // Whether this rank is a reduce's root that leaves its input out of its
+  // slot (lean_fits takes an empty slot from the root): it reduces from the
+  // input itself, a copy the others never read saved (np=2, 32 KiB: the
+  // root copied its input in while its peer did, then reduced). In place
+  // only for root 0, whose output is the first operand of each step (the
+  // kernels allow dst == a): another root's output, written from the inputs
+  // of ranks 0 and 1 first, would alias the second or overwrite its input
+  // before it is read.
+  static bool keeps_input(const core::Request& req, std::size_t me) {
+    if (req.kind != CollectiveKind::kReduce || req.root != me || req.in.data == nullptr)
+      return false;
+    if (!req.out || req.out->data != req.in.data) return true;
+    return req.root == 0;
+  }
   // Whether the output a copying collective writes on the lean path leaves
   // this rank's input alone: another buffer, a broadcast's root in place (it
   // writes nothing), or an all-gather's input that is this rank's block of

@@ -121,5 +121,34 @@ TEST(LeanCodec, TheDecisionTakesEitherForm) {
   EXPECT_FALSE(lean_fits(heads, sizes, inputs, 2, plan));
 }
 
+// A reduce's root may leave its input out of its slot (it reduces from its
+// own input; no other rank reads it): an empty slot fits there only, and no
+// other collective's rank may send less than its input.
+TEST(LeanCodec, OnlyAReducesRootMaySendNothing) {
+  const float x[4] = {1, 2, 3, 4};
+  const std::vector<const std::byte*> inputs = {reinterpret_cast<const std::byte*>(x),
+                                                reinterpret_cast<const std::byte*>(x),
+                                                reinterpret_cast<const std::byte*>(x)};
+  LeanPlan plan;
+  for (std::size_t root = 0; root < 3; ++root) {
+    const LeanHeader h = header(CollectiveKind::kReduce, DataType::kF32, 4, 4096, root, {4});
+    const std::vector<LeanHeader> heads(3, h);
+    for (std::size_t empty = 0; empty < 3; ++empty) {
+      std::vector<std::size_t> sizes(3, sizeof x);
+      sizes[empty] = 0;
+      EXPECT_EQ(lean_fits(heads, sizes, inputs, 3, plan), empty == root)
+          << "root " << root << ", empty slot of rank " << empty;
+    }
+    std::vector<std::size_t> sizes(3, sizeof x);
+    EXPECT_TRUE(lean_fits(heads, sizes, inputs, 3, plan)) << root;  // (or its input)
+    sizes[root] = sizeof x / 2;
+    EXPECT_FALSE(lean_fits(heads, sizes, inputs, 3, plan)) << root;
+  }
+  const LeanHeader all = header(CollectiveKind::kAllReduce, DataType::kF32, 4, 4096, 0, {4});
+  const std::vector<LeanHeader> heads(3, all);
+  EXPECT_FALSE(lean_fits(heads, {0, sizeof x, sizeof x}, inputs, 3, plan));
+  EXPECT_TRUE(lean_fits(heads, {sizeof x, sizeof x, sizeof x}, inputs, 3, plan));
+}
+
 }  // namespace
 }  // namespace ruccl::world
