@@ -266,8 +266,11 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
       // its shard of the others' inputs piece by piece.)
       const bool reduction = lean_reduction_direct(call.kind, call.bytes, topo.world,
                                                    call.fused_capacity, call.lean_direct);
+      // (Not with several ranks per process: the hierarchy's in-process
+      // level was faster.)
       if (reduction)
-        return topo.node_mailbox && call.lean_offer && topo.host_buffers && topo.world >= 2;
+        return topo.node_mailbox && call.lean_offer && topo.host_buffers && topo.world >= 2 &&
+               topo.local == 1;
       if (!in_slot && !(direct && fits(call.bytes, topo.world, kNodeMailboxDirectTotalBytes)))
         return false;
       // (The direct form holds nothing: each reader copies straight into

@@ -185,7 +185,10 @@ bool has_lean_direct_form(CollectiveKind kind) noexcept;
 // place); np=4 128 KiB 0.86-0.89 / 0.96-1.03 against 1.59-1.62 /
 // 1.41-1.42, 256 KiB 0.96-0.98 / 0.96-1.08 against 1.29-1.39 / 1.20-1.21,
 // 512 KiB 0.91 / 0.92-1.02 against 1.17 / 1.04-1.08, 2 MiB 0.92-1.06
-// against 0.57-0.64. A reduce in the same form (its other ranks' shards in
+// against 0.57-0.64. One rank per process only: 2 processes x 2 ranks
+// took 168-205 / 248-292 / 441-453 us p50 at 128 / 256 / 512 KiB in the
+// direct form against the hierarchy's (an in-process level, then the
+// node's) 111-128 / 151-161 / 245-250. A reduce in the same form (its other ranks' shards in
 // scratch, read by the root) was slower than the channels' chain: np=2 128
 // KiB 2.1-2.4 against 0.96-1.49, np=4 128-512 KiB 1.09-2.0 against
 // 0.73-1.20 (the reduce keeps the channels).

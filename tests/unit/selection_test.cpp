@@ -279,6 +279,8 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
     EXPECT_EQ(pick(c, big, node(ranks, 1)), Algorithm::kFlatRing) << ranks;
     big.bytes = past;
     EXPECT_NE(pick(c, big, node(ranks, 1, false)), Algorithm::kNodeMailbox) << ranks;
+    // Not with several ranks per process (the hierarchy's in-process level).
+    EXPECT_EQ(pick(c, big, node(ranks, 2)), Algorithm::kHierarchical) << ranks;
     big.lean_direct = 0;  // (a node whose processes cannot read each other)
     EXPECT_EQ(pick(c, big, node(ranks, 1)), Algorithm::kFlatRing) << ranks;
     big.lean_direct = Config::kDefaultLeanDirectBytes;
