@@ -913,6 +913,13 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     const auto y = reinterpret_cast<std::uintptr_t>(req.in.data);
     return x == y || x >= y + bytes || y >= x + bytes;
   }
+  // Pieces of 256 KiB (at most 4 MiB of scratch over the ranks): each read
+  // of another process's memory is a system call that pins the pages; np=2,
+  // all-reduce of 256 KiB-2 MiB, p50 ratio to Open MPI: 1.10-1.30 with 32
+  // KiB pieces, 0.92-1.08 with 256 KiB, alike with 1 MiB (np=4: 0.90-1.30
+  // against 0.84-1.09).
+  static constexpr std::size_t kReducePieceBytes = std::size_t{256} << 10;
+  static constexpr std::size_t kReduceScratchBytes = std::size_t{4} << 20;
   // The direct all-reduce (core::lean_reduction_direct): every rank's input
   // and output stay where they are. Rank me reduces its shard of the
   // inputs (whole cache lines where the count allows) in rank order, the
@@ -923,13 +930,6 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   // (await_readers). Each shard is reduced once: every rank gets the same
   // bits. In place, the others read this rank's shard r of its input before
   // rank r stages, and this rank writes shard r only after that.
-  // Pieces of 256 KiB (at most 4 MiB of scratch over the ranks): each read
-  // of another process's memory is a system call that pins the pages; np=2,
-  // all-reduce of 256 KiB-2 MiB, p50 ratio to Open MPI: 1.10-1.30 with 32
-  // KiB pieces, 0.92-1.08 with 256 KiB, alike with 1 MiB (np=4: 0.90-1.30
-  // against 0.84-1.09).
-  static constexpr std::size_t kReducePieceBytes = std::size_t{256} << 10;
-  static constexpr std::size_t kReduceScratchBytes = std::size_t{4} << 20;
   Status direct_all_reduce(node::Mailbox& box, LeanScratch& k, const LeanPlan& plan,
                            const core::Request& req, std::size_t me, std::size_t base,
                            std::uint64_t seq, Clock::time_point deadline) {
