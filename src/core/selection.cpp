@@ -167,7 +167,8 @@ AlgorithmTable make_table(const Config& config) {
     if (hierarchical && config.lean_bytes() > 0) {
       // (Broadcast and all-gather past their copy caps only in the direct
       // form, and the collectives that copy past the slot, where only the
-      // input's address rides in it: feasible.)
+      // input's address rides in it; an all-reduce past the slot in its own
+      // direct form: feasible.)
       const bool full = config.lean_bytes() >= kNodeMailboxBytes;
       add(t, kind, Algorithm::kNodeMailbox, 0,
           full && has_lean_direct_form(kind) ? lean_direct_cap(kind) + 1
@@ -253,7 +254,8 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
           call.kind == CollectiveKind::kReduceScatter || call.kind == CollectiveKind::kAllToAllV;
       const std::size_t held = call.kind == CollectiveKind::kBroadcast ? 1 : topo.world - 1;
       // The direct form, as the lean path decides it (lean_post; a
-      // reduction has none: its cap is 0).
+      // reduction has none within the slot: its cap is 0; an all-reduce's
+      // own past the slot is below).
       const bool direct = call.lean_direct > 0 &&
                           call.bytes >= lean_direct_threshold(call.kind, call.lean_direct) &&
                           call.bytes <= lean_direct_cap(call.kind);

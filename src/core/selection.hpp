@@ -163,9 +163,10 @@ inline constexpr std::size_t kNodeMailboxDirectTotalBytes = std::size_t{64} << 2
 // no copy cap, keeps the configured threshold (below 32 KiB its copies were
 // faster: 3.1-4.6 us against 4.9-7.1 direct at 8-16 KiB).
 std::size_t lean_direct_threshold(CollectiveKind kind, std::size_t configured) noexcept;
-// Whether the lean path has a direct form for `kind`: the collectives that
-// only copy (broadcast, all-gather, all-to-all-v); a reduction's reader
-// copies and then reduces either way.
+// Whether the lean path has a direct form for `kind` within the slot and
+// past it: the collectives that only copy (broadcast, all-gather,
+// all-to-all-v); a reduction's reader copies and then reduces either way
+// (an all-reduce past the slot has its own, below).
 bool has_lean_direct_form(CollectiveKind kind) noexcept;
 // An all-reduce past the slot (lean_in_slot false) has a direct form of its
 // own where the caller gives an output buffer: each rank reduces its shard

@@ -633,20 +633,24 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // The direct form where every other rank of the node can read this
     // process's memory (and the channels, whose words carry the readers'
     // "done", exist); the input stays where it is.
-    // Only for the collectives that copy: there the direct form saves one of
-    // two copies, while a reduction's reader copies and then reduces either
-    // way (with inputs written anew before each call, np=2 all-reduce and
-    // reduce of 8-64 KiB measured no faster, at 8-16 KiB slower). Not where
-    // this rank's output overwrites its input (in place): the readers would
-    // race its writes, and waiting for them first was slower.
-    // From just past a broadcast's or all-gather's copy cap on (the selection
-    // table's rows; core::lean_direct_threshold).
+    // Within the slot only for the collectives that copy: there the direct
+    // form saves one of two copies, while a reduction's reader copies and
+    // then reduces either way (with inputs written anew before each call,
+    // np=2 all-reduce and reduce of 8-64 KiB measured no faster, at 8-16 KiB
+    // slower). Not where this rank's output overwrites its input (in place):
+    // the readers would race its writes, and waiting for them first was
+    // slower. From just past a broadcast's or all-gather's copy cap on (the
+    // selection table's rows; core::lean_direct_threshold).
     const std::size_t threshold = core::lean_direct_threshold(req.kind, lean_direct_bytes_);
-    // An all-reduce past the slot has a direct form of its own (into the
-    // caller's output: the others read this rank's shard there).
-    const bool reduction =
-        core::lean_reduction_direct(req.kind, data, world_, lean_capacity(), lean_direct_bytes_) &&
-        reduces_apart(req, geometry) && readable_by_node(box);
+    // An all-reduce past the slot has a direct form of its own
+    // (direct_all_reduce: into the caller's output, in place too). A rank
+    // that cannot take it (no output buffer, one overlapping its input)
+    // goes to the agreement, and so does every rank with it (it sees this
+    // rank's full lane): the slots' form would exceed their total.
+    const bool past_slot =
+        core::lean_reduction_direct(req.kind, data, world_, lean_capacity(), lean_direct_bytes_);
+    const bool reduction = past_slot && reduces_apart(req, geometry) && readable_by_node(box);
+    if (past_slot && !reduction) return std::nullopt;
     const bool direct =
         reduction || (copies(req.kind) && data > 0 && threshold > 0 && data >= threshold &&
                       writes_apart(req, geometry, me) && readable_by_node(box));
@@ -813,7 +817,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         if (r != me && k.compact[r] == 0) fit.compact = false;
     }
     if (reduction) {
-      Status reduced = direct_all_reduce(box, k, fit.plan, req, me, base, seq, deadline);
+      // (Whatever it throws, the memory is withdrawn: lean_failed.)
+      Status reduced = core::catch_to_status(ErrorCode::kInternal, "the direct all-reduce", [&] {
+        return direct_all_reduce(box, k, fit.plan, req, me, base, seq, deadline);
+      });
       if (!reduced.is_ok()) return lean_failed(box, me - base, seq, req.kind, true, reduced);
       return Result<core::RankOutcome>(core::RankOutcome{});
     }
@@ -862,8 +869,14 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   static bool keeps_input(const core::Request& req, std::size_t me) {
     if (req.kind != CollectiveKind::kReduce || req.root != me || req.in.data == nullptr)
       return false;
-    if (!req.out || req.out->data != req.in.data) return true;
-    return req.root == 0;
+    if (!req.out || req.out->data == nullptr) return true;  // (a new tensor)
+    if (req.out->data == req.in.data) return req.root == 0;
+    // Apart, or else (a partial overlap) the copy in the slot as before.
+    const std::size_t bytes = req.in.count() * dtype_size(req.dtype);
+    const std::size_t out_bytes = req.out->count() * dtype_size(req.dtype);
+    const auto x = reinterpret_cast<std::uintptr_t>(req.out->data);
+    const auto y = reinterpret_cast<std::uintptr_t>(req.in.data);
+    return x >= y + bytes || y >= x + out_bytes;
   }
   // Whether the output a copying collective writes on the lean path leaves
   // this rank's input alone: another buffer, a broadcast's root in place (it
@@ -984,8 +997,11 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         k.unstaged.clear();
         for (const std::size_t r : k.pending) k.unstaged.push_back(r - base);
         RUCCL_TRY(box.await(me - base, k.unstaged, deadline, staged, [&] {
-          return "rank " + std::to_string(k.pending.front()) + " to reduce its shard of " +
-                 core::describe(seq, plan.kind) + " (the lean path's direct form)";
+          std::string ranks;
+          for (const std::size_t r : k.pending)
+            ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+          return "rank(s) " + ranks + " to reduce their shards of " +
+                 core::describe(seq, plan.kind) + " (the lean path's direct all-reduce)";
         }));
       }
       for (std::size_t i = 0; i < k.pending.size();) {

@@ -168,6 +168,31 @@ TEST_P(AllReduce, EveryDtypeAtALargeCountAndOddRows) {
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
+// Past the node mailbox's 64 KiB slot and within the lean path's direct
+// all-reduce (about 96 KiB per rank: up to 128 KiB at 2 processes, 512 KiB
+// at 4), every dtype and op in every form, at odd counts: each rank reduces
+// its shard (whole cache lines but the last) of the others' inputs into its
+// output, then reads theirs. (In-process worlds run the same cases.)
+TEST_P(AllReduce, EveryDtypeAndOpPastTheLeanSlot) {
+  const Backend& b = tested_backend();
+  const std::size_t world = GetParam();
+  auto comm = tested_factory().make_comm(world);
+  std::vector<Case> cases;
+  std::uint64_t salt = 0;
+  for (DataType dtype : kReducible) {
+    std::vector<ReduceOp> ops(std::begin(kAllReduceOps), std::end(kAllReduceOps));
+    if (!is_floating(dtype))
+      ops.insert(ops.end(), std::begin(kIntegerOnlyOps), std::end(kIntegerOnlyOps));
+    const std::size_t count =
+        ((std::size_t{96} << 10) + 4 * dtype_size(dtype)) / dtype_size(dtype) | 1;
+    for (ReduceOp op : ops)
+      for (Form form : kForms) cases.push_back({dtype, op, Shape{count}, form, salt++ % 11});
+  }
+  Failures f;
+  run_cases(b, *comm, cases, f);
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
 INSTANTIATE_TEST_SUITE_P(Worlds, AllReduce, RUCCL_TEST_WORLDS(1, 2, 3, 4, 7, 8), world_name);
 
 class AllReduceLarge : public BackendTest {};

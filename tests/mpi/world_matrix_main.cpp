@@ -117,7 +117,9 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
                                       TensorView::of(dst.data(), DataType::kF32, n, dev),
                                       ReduceOp::kSum);
             std::vector<float> got(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(n));
+            // (Its output too: the direct all-reduce's peers read its shard there.)
             spoil(in);
+            spoil(out);
             bool ok = s.is_ok();
             for (std::size_t i = 0; i < n && ok; ++i)
               ok = got[i] == 1000.0f * w * (w - 1) / 2 + w * static_cast<float>(i % 97);

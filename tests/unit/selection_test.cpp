@@ -290,11 +290,13 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
       EXPECT_EQ(pick(c, big, node(ranks, 1)), Algorithm::kFlatRing) << collective_name(kind);
     }
   }
-  // ... not with a smaller slot configured (RUCCL_LEAN_BYTES).
-  CallShape small_slot = lean_call(2048);
-  small_slot.fused_capacity = 1024;
-  small_slot.lean_direct = Config::kDefaultLeanDirectBytes;
-  EXPECT_NE(pick(Config().with_lean_bytes(1024), small_slot, node(2, 1)), Algorithm::kNodeMailbox);
+  // ... not with a smaller slot configured (RUCCL_LEAN_BYTES): the
+  // node_mailbox row then ends at it.
+  CallShape past_slot = lean_call(kLean + 1);
+  past_slot.lean_direct = Config::kDefaultLeanDirectBytes;
+  EXPECT_EQ(pick(c, past_slot, node(2, 1)), Algorithm::kNodeMailbox);
+  EXPECT_NE(pick(Config().with_lean_bytes(32 << 10), past_slot, node(2, 1)),
+            Algorithm::kNodeMailbox);
   EXPECT_EQ(kNodeMailboxAllReduceShardBytes * 2 * 2, std::size_t{128} << 10);
   EXPECT_FALSE(lean_reduction_direct(CollectiveKind::kAllReduce,
                                      kNodeMailboxAllReduceDirectBytes + 1, 1024, kLean,
