@@ -109,23 +109,30 @@ void run_cases(const Backend& b, Communicator& comm, const std::vector<Case>& ca
 
 class AllReduce : public BackendWorldTest {};
 
-TEST_P(AllReduce, EveryOpDtypeSizeAndForm) {
-  const Backend& b = tested_backend();
-  const std::size_t world = GetParam();
-  auto comm = tested_factory().make_comm(world);
+// Every reducible dtype x its ops (the integer-only ones too for integers) x
+// each of `counts(dtype)` x every form, salted in turn.
+template <typename Counts>
+std::vector<Case> every_case(Counts counts) {
   std::vector<Case> cases;
   std::uint64_t salt = 0;
   for (DataType dtype : kReducible) {
     std::vector<ReduceOp> ops(std::begin(kAllReduceOps), std::end(kAllReduceOps));
     if (!is_floating(dtype))
       ops.insert(ops.end(), std::begin(kIntegerOnlyOps), std::end(kIntegerOnlyOps));
-    for (ReduceOp op : ops) {
-      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3}, world - 1,
-                                world + 1, std::size_t{257}, std::size_t{4099}}) {
+    for (ReduceOp op : ops)
+      for (std::size_t count : counts(dtype))
         for (Form form : kForms) cases.push_back({dtype, op, Shape{count}, form, salt++ % 11});
-      }
-    }
   }
+  return cases;
+}
+
+TEST_P(AllReduce, EveryOpDtypeSizeAndForm) {
+  const Backend& b = tested_backend();
+  const std::size_t world = GetParam();
+  auto comm = tested_factory().make_comm(world);
+  const std::vector<Case> cases = every_case([world](DataType) {
+    return std::vector<std::size_t>{0, 1, 3, world - 1, world + 1, 257, 4099};
+  });
   Failures f;
   run_cases(b, *comm, cases, f);
   EXPECT_TRUE(f.empty()) << f.report();
@@ -174,22 +181,13 @@ TEST_P(AllReduce, EveryDtypeAtALargeCountAndOddRows) {
 // its shard (whole cache lines but the last) of the others' inputs into its
 // output, then reads theirs. (In-process worlds run the same cases.)
 TEST_P(AllReduce, EveryDtypeAndOpPastTheLeanSlot) {
-  const Backend& b = tested_backend();
-  const std::size_t world = GetParam();
-  auto comm = tested_factory().make_comm(world);
-  std::vector<Case> cases;
-  std::uint64_t salt = 0;
-  for (DataType dtype : kReducible) {
-    std::vector<ReduceOp> ops(std::begin(kAllReduceOps), std::end(kAllReduceOps));
-    if (!is_floating(dtype))
-      ops.insert(ops.end(), std::begin(kIntegerOnlyOps), std::end(kIntegerOnlyOps));
-    const std::size_t count =
-        ((std::size_t{96} << 10) + 4 * dtype_size(dtype)) / dtype_size(dtype) | 1;
-    for (ReduceOp op : ops)
-      for (Form form : kForms) cases.push_back({dtype, op, Shape{count}, form, salt++ % 11});
-  }
+  auto comm = tested_factory().make_comm(GetParam());
   Failures f;
-  run_cases(b, *comm, cases, f);
+  run_cases(tested_backend(), *comm, every_case([](DataType dtype) {
+              const std::size_t es = dtype_size(dtype);
+              return std::vector<std::size_t>{(((std::size_t{96} << 10) + 4 * es) / es) | 1};
+            }),
+            f);
   EXPECT_TRUE(f.empty()) << f.report();
 }
 
