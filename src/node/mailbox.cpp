@@ -386,9 +386,10 @@ bool Mailbox::lean_staged(std::size_t rank, std::uint64_t seq) const {
          seq + 1;
 }
 
-void Mailbox::withdraw(std::size_t from, std::size_t to) {
+void Mailbox::withdraw(std::size_t from, std::size_t to, Clock::time_point deadline) {
   std::byte* c = channel_at(from, to);
   atomic_at<std::uint32_t>(c + kClosedAt).store(1, std::memory_order_seq_cst);
+  const auto give_up = std::max(deadline, Clock::now()) + kWithdrawGrace;
   auto next_check = Clock::now() + kLivenessPeriod;
   for (int polls = 0; atomic_at<std::uint32_t>(c + kReadingAt).load(std::memory_order_seq_cst) != 0;
        ++polls) {
@@ -398,6 +399,7 @@ void Mailbox::withdraw(std::size_t from, std::size_t to) {
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
     if (Clock::now() >= next_check) {
       if (!alive(to).is_ok()) return;  // a dead process reads nothing
+      if (Clock::now() >= give_up) return;
       next_check = Clock::now() + kLivenessPeriod;
     }
   }

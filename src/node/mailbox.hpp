@@ -183,9 +183,14 @@ class Mailbox {
   Status read_guarded(std::size_t from, std::size_t to, Clock::time_point deadline, Read&& read);
   // Producer of channel from -> to, whose step failed with address pieces not
   // yet released: no read of its memory starts after this, and none is in
-  // progress when it returns (or the consumer's process died). The channel
-  // stays closed: after a failure the node's mailbox stays failed anyway.
-  void withdraw(std::size_t from, std::size_t to);
+  // progress when it returns (or the consumer's process died, or a read is
+  // still in progress a second past `deadline`: a reader stopped in the
+  // middle of one, by SIGSTOP or a debugger, must not hang this rank; what
+  // it reads belongs to a failed collective, the failure its rank reports).
+  // The channel stays closed: after a failure the node's mailbox stays
+  // failed anyway.
+  void withdraw(std::size_t from, std::size_t to, Clock::time_point deadline);
+  static constexpr auto kWithdrawGrace = std::chrono::seconds(1);
   // The lean path's direct form (world_agreement.cpp), on the words of
   // channel from -> to: node rank `to` is done with node rank `from`'s input
   // of collective `seq` (read it, or needed none of it), and rings `from`;

@@ -123,7 +123,7 @@ void NodeRun::withdraw_offered() noexcept {
     for (std::size_t i = 0; i < outs_used_; ++i)
       if (outs_[i].direct &&
           box_.consumed(me_, outs_[i].node_peer) != box_.written(me_, outs_[i].node_peer))
-        box_.withdraw(me_, outs_[i].node_peer);
+        box_.withdraw(me_, outs_[i].node_peer, deadline_);
   } catch (...) {  // withdraw allocates only to name a dead peer
   }
 }

@@ -757,7 +757,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         continue;
       }
       auto m = box.wait(me - base, r - base, seq, deadline, node::Lane::kLean);
-      if (!m) return lean_failed(box, me - base, seq, req.kind, direct, m.status());
+      if (!m) return lean_failed(box, me - base, seq, req.kind, direct, m.status(), deadline);
       const std::span<const std::byte> got = m.value().bytes;
       std::size_t their = 0;  // the bytes of their header's form
       if (m.value().lane != node::Lane::kLean) {
@@ -821,14 +821,15 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       Status reduced = core::catch_to_status(ErrorCode::kInternal, "the direct all-reduce", [&] {
         return direct_all_reduce(box, k, fit.plan, req, me, base, seq, deadline);
       });
-      if (!reduced.is_ok()) return lean_failed(box, me - base, seq, req.kind, true, reduced);
+      if (!reduced.is_ok())
+        return lean_failed(box, me - base, seq, req.kind, true, reduced, deadline);
       return Result<core::RankOutcome>(core::RankOutcome{});
     }
     // The direct inputs this rank needs, copied from their ranks' memory;
     // then every direct rank hears that this one is done with its input.
     if (any_direct) {
       Status read = read_direct(box, k, fit.plan, req, me, base, deadline);
-      if (!read.is_ok()) return lean_failed(box, me - base, seq, req.kind, direct, read);
+      if (!read.is_ok()) return lean_failed(box, me - base, seq, req.kind, direct, read, deadline);
       for (std::size_t r = 0; r < world_; ++r)
         if (r != me && k.address[r] != 0) box.lean_done(r - base, me - base, seq);
     }
@@ -838,7 +839,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // A direct rank's input stays the readers' until every one is done.
     if (direct) {
       Status released = await_readers(box, k, me - base, seq, req.kind, deadline);
-      if (!released.is_ok()) return lean_failed(box, me - base, seq, req.kind, true, released);
+      if (!released.is_ok())
+        return lean_failed(box, me - base, seq, req.kind, true, released, deadline);
     }
     if (!outcome) box.notify(me - base, seq, outcome.status());
     return outcome;
@@ -1097,10 +1099,11 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   // read of it starts after this, none is in progress), and the node hears.
   std::optional<Result<core::RankOutcome>> lean_failed(node::Mailbox& box, std::size_t me,
                                                        std::uint64_t seq, CollectiveKind kind,
-                                                       bool direct, const Status& why) {
+                                                       bool direct, const Status& why,
+                                                       Clock::time_point deadline) {
     if (direct)
       for (std::size_t r = 0; r < box.shape().ranks; ++r)
-        if (r != me) box.withdraw(me, r);
+        if (r != me) box.withdraw(me, r, deadline);
     box.notify(me, seq, why);
     return Result<core::RankOutcome>(
         why.with_context(core::describe(seq, kind) + ": the lean path (node shared memory)"));

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <numeric>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "node/mailbox.hpp"
@@ -148,13 +149,48 @@ TEST(NodeChannels, WithdrawnAddressesGiveTheFailureNoticeNotTheMemory) {
   Mailbox& box = *node.box;
   std::vector<std::byte> src(256, std::byte{5}), dst(256, std::byte{0});
   box.publish_piece(0, 1, 0, src.size(), reinterpret_cast<std::uintptr_t>(src.data()));
-  box.withdraw(0, 1);
+  box.withdraw(0, 1, Clock::now() + 1s);
   box.notify(0, 9, Status(ErrorCode::kDeviceError, "injected"));
   const Status s = box.read_from(0, 1, reinterpret_cast<std::uintptr_t>(src.data()), dst.data(),
                                  dst.size(), Clock::now() + 5s);
   EXPECT_EQ(s.code(), ErrorCode::kDeviceError) << s.to_string();
   EXPECT_NE(s.message().find("rank 0 reports"), std::string::npos) << s.message();
   EXPECT_EQ(dst[0], std::byte{0});
+}
+
+// A producer that withdraws waits for a read in progress to end; a reader
+// stopped in the middle of one (SIGSTOP, a debugger) keeps it waiting only
+// until a second past its deadline.
+TEST(NodeChannels, WithdrawWaitsForAReadInProgressButNotForever) {
+  OneProcessNode node;
+  Mailbox& box = *node.box;
+  // (A channel stays closed once withdrawn: one per case.)
+  for (const auto [from, to, hold] : {std::tuple{0u, 1u, 150ms}, std::tuple{1u, 0u, 5000ms}}) {
+    std::atomic<bool> reading{false}, release{false};
+    std::thread reader([&, from = from, to = to, hold = hold] {
+      (void)box.read_guarded(from, to, Clock::now() + 10s, [&] {
+        reading.store(true);
+        const auto until = Clock::now() + hold;
+        while (!release.load() && Clock::now() < until) std::this_thread::sleep_for(1ms);
+        return Status::ok();
+      });
+    });
+    const auto started = Clock::now();
+    while (!reading.load() && Clock::now() < started + 5s) std::this_thread::sleep_for(1ms);
+    ASSERT_TRUE(reading.load()) << "the reader never began";
+    const auto start = Clock::now();
+    box.withdraw(from, to, start);  // (its deadline already here)
+    const auto took = Clock::now() - start;
+    if (hold == 150ms) {
+      EXPECT_GE(took, 100ms);  // the read ended first
+      EXPECT_LT(took, 1s);
+    } else {
+      EXPECT_GE(took, Mailbox::kWithdrawGrace);  // then it gave up
+      EXPECT_LT(took, Mailbox::kWithdrawGrace + 1s);
+    }
+    release.store(true);
+    reader.join();
+  }
 }
 
 TEST(NodeChannels, AWaitEndsAtItsDeadlineAndOnAbort) {
