@@ -224,10 +224,10 @@ bool lean_in_slot(std::size_t bytes, std::size_t world, std::size_t capacity) no
 
 bool lean_reduction_direct(CollectiveKind kind, std::size_t bytes, std::size_t world,
                            std::size_t capacity, std::size_t configured) noexcept {
+  const std::size_t n = std::min<std::size_t>(world, 1024);  // (no overflow below)
   return kind == CollectiveKind::kAllReduce && configured > 0 && bytes > 0 &&
-         bytes <= kNodeMailboxAllReduceDirectBytes &&
-         bytes <= kNodeMailboxAllReduceShardBytes * std::min<std::size_t>(world, 1024) *
-                      std::min<std::size_t>(world, 1024) &&
+         bytes <=
+             std::min(kNodeMailboxAllReduceDirectBytes, kNodeMailboxAllReduceShardBytes * n * n) &&
          !lean_in_slot(bytes, world, capacity);
 }
 

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -63,6 +64,26 @@ Result<std::byte*> output_of(const core::Request& req, core::RankOutcome& out,
 // A copy that may be onto itself (an in-place caller's own input, direct form).
 void copy_to(std::byte* d, const std::byte* s, std::size_t n) {
   if (d != s && n > 0) std::memcpy(d, s, n);
+}
+
+// Whether [a, a + a_bytes) and [b, b + b_bytes) share no byte (an empty
+// range shares none).
+bool apart(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  return a_bytes == 0 || b_bytes == 0 || x >= y + b_bytes || y >= x + a_bytes;
+}
+
+// d = in[0] op in[1] op ... in rank order (each input `at` bytes on), the
+// first two in one pass, then the mean's division: the same bits wherever it
+// runs. `d` may be in[0] (the kernels allow dst == a), no other input.
+Status reduce_in_rank_order(DataType dtype, ReduceOp op, std::byte* d,
+                            std::span<const std::byte* const> in, std::size_t at,
+                            std::size_t count) {
+  RUCCL_TRY(host::reduce(dtype, op, d, in[0] + at, in[1] + at, count));
+  for (std::size_t r = 2; r < in.size(); ++r)
+    RUCCL_TRY(host::reduce(dtype, op, d, d, in[r] + at, count));
+  if (op == ReduceOp::kMean) RUCCL_TRY(host::divide(dtype, d, count, in.size()));
+  return Status::ok();
 }
 
 // This rank's output of a fitting lean collective, from the slots' inputs
@@ -132,11 +153,8 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
       // first two inputs in one pass. (An in-place caller's buffer is its
       // input: its copy is in its slot, but a reduce's root 0's, whose
       // output is the first operand of every step: keeps_input.)
-      const std::size_t at = shard.offset * es, count = shard.count;
-      RUCCL_TRY(host::reduce(plan.dtype, plan.op, d, inputs[0] + at, inputs[1] + at, count));
-      for (std::size_t r = 2; r < world; ++r)
-        RUCCL_TRY(host::reduce(plan.dtype, plan.op, d, d, inputs[r] + at, count));
-      if (plan.op == ReduceOp::kMean) RUCCL_TRY(host::divide(plan.dtype, d, count, world));
+      RUCCL_TRY(
+          reduce_in_rank_order(plan.dtype, plan.op, d, inputs, shard.offset * es, shard.count));
     }
   }
   return out;
@@ -874,11 +892,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     if (!req.out || req.out->data == nullptr) return true;  // (a new tensor)
     if (req.out->data == req.in.data) return req.root == 0;
     // Apart, or else (a partial overlap) the copy in the slot as before.
-    const std::size_t bytes = req.in.count() * dtype_size(req.dtype);
-    const std::size_t out_bytes = req.out->count() * dtype_size(req.dtype);
-    const auto x = reinterpret_cast<std::uintptr_t>(req.out->data);
-    const auto y = reinterpret_cast<std::uintptr_t>(req.in.data);
-    return x >= y + bytes || y >= x + out_bytes;
+    const std::size_t es = dtype_size(req.dtype);
+    return apart(req.out->data, req.out->count() * es, req.in.data, req.in.count() * es);
   }
   // Whether the output a copying collective writes on the lean path leaves
   // this rank's input alone: another buffer, a broadcast's root in place (it
@@ -889,9 +904,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     const std::size_t es = dtype_size(req.dtype);
     const auto* out = static_cast<const std::byte*>(req.out->data);
     const auto* in = static_cast<const std::byte*>(req.in.data);
-    const auto x = reinterpret_cast<std::uintptr_t>(out), y = reinterpret_cast<std::uintptr_t>(in);
-    const std::size_t out_bytes = req.out->count() * es, in_bytes = g.count * es;
-    if (out_bytes == 0 || in_bytes == 0 || x >= y + in_bytes || y >= x + out_bytes) return true;
+    if (apart(out, req.out->count() * es, in, g.count * es)) return true;
     if (req.kind == CollectiveKind::kBroadcast) return out == in;
     if (req.kind == CollectiveKind::kAllGather) return in == out + me * g.count * es;
     return false;
@@ -924,9 +937,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         req.out->count() != g.count)
       return false;
     const std::size_t bytes = g.count * dtype_size(req.dtype);
-    const auto x = reinterpret_cast<std::uintptr_t>(req.out->data);
-    const auto y = reinterpret_cast<std::uintptr_t>(req.in.data);
-    return x == y || x >= y + bytes || y >= x + bytes;
+    return req.out->data == req.in.data || apart(req.out->data, bytes, req.in.data, bytes);
   }
   // Pieces of 256 KiB (at most 4 MiB of scratch over the ranks): each read
   // of another process's memory is a system call that pins the pages; np=2,
@@ -979,11 +990,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
           from[r] = scratch;
         }
       }
-      std::byte* d = out + at * es;
-      RUCCL_TRY(host::reduce(plan.dtype, plan.op, d, from[0], from[1], len));
-      for (std::size_t r = 2; r < world_; ++r)
-        RUCCL_TRY(host::reduce(plan.dtype, plan.op, d, d, from[r], len));
-      if (plan.op == ReduceOp::kMean) RUCCL_TRY(host::divide(plan.dtype, d, len, world_));
+      RUCCL_TRY(reduce_in_rank_order(plan.dtype, plan.op, out + at * es, from, 0, len));
     }
     box.lean_stage(me - base, seq);
     // The others' shards, each once its rank staged it (whichever first).

@@ -165,7 +165,7 @@ TEST(NodeChannels, WithdrawWaitsForAReadInProgressButNotForever) {
   OneProcessNode node;
   Mailbox& box = *node.box;
   // (A channel stays closed once withdrawn: one per case.)
-  for (const auto [from, to, hold] : {std::tuple{0u, 1u, 150ms}, std::tuple{1u, 0u, 5000ms}}) {
+  for (const auto& [from, to, hold] : {std::tuple{0u, 1u, 150ms}, std::tuple{1u, 0u, 5000ms}}) {
     std::atomic<bool> reading{false}, release{false};
     std::thread reader([&, from = from, to = to, hold = hold] {
       (void)box.read_guarded(from, to, Clock::now() + 10s, [&] {
