@@ -7,7 +7,9 @@
  * --comm dup: on a duplicate of MPI_COMM_WORLD (under the layer, a
  * communicator split from the world's); default world. --coll gather,
  * scatter, allgatherv or scan times that collective instead (bytes: each
- * rank's block; gather and scatter to and from rank 0). */
+ * rank's block; gather and scatter to and from rank 0). --alloc mpi: the
+ * buffers come from MPI_Alloc_mem (under the layer, from 1 MiB up, memory the
+ * node's other processes read in place); default malloc. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +28,12 @@ static void call(const char* coll, const float* in, float* out, int count, const
 
 int main(int argc, char** argv) {
   long max_bytes = 1 << 20, iters = 1000, warmup = 100;
-  int dup = 0;
+  int dup = 0, alloc_mem = 0;
   const char* coll = "allreduce";
   for (int a = 1; a + 1 < argc; a += 2) {
     if (!strcmp(argv[a], "--max")) max_bytes = atol(argv[a + 1]);
     else if (!strcmp(argv[a], "--comm")) dup = !strcmp(argv[a + 1], "dup");
+    else if (!strcmp(argv[a], "--alloc")) alloc_mem = !strcmp(argv[a + 1], "mpi");
     else if (!strcmp(argv[a], "--coll")) coll = argv[a + 1];
     else if (!strcmp(argv[a], "--iters")) iters = atol(argv[a + 1]);
     else if (!strcmp(argv[a], "--warmup")) warmup = atol(argv[a + 1]);
@@ -42,8 +45,16 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const long max_count = max_bytes / (long)sizeof(float);
-  float* in = malloc((size_t)max_count * sizeof(float) * (size_t)size); /* scatter: size blocks */
-  float* out = malloc((size_t)max_count * sizeof(float) * (size_t)size);
+  const size_t buffer_bytes =
+      (size_t)max_count * sizeof(float) * (size_t)size; /* scatter: size blocks */
+  float *in = NULL, *out = NULL;
+  if (alloc_mem) {
+    MPI_Alloc_mem((MPI_Aint)buffer_bytes, MPI_INFO_NULL, &in);
+    MPI_Alloc_mem((MPI_Aint)buffer_bytes, MPI_INFO_NULL, &out);
+  } else {
+    in = malloc(buffer_bytes);
+    out = malloc(buffer_bytes);
+  }
   int* counts = malloc((size_t)size * sizeof(int));
   int* displs = malloc((size_t)size * sizeof(int));
   for (long i = 0; i < max_count * size; ++i) in[i] = (float)(rank + 1);
@@ -71,8 +82,13 @@ int main(int argc, char** argv) {
     if (rank == 0) printf("%ld %.2f\n", bytes, worst);
   }
   if (bad) fprintf(stderr, "rank %d: wrong %s result\n", rank, coll);
-  free(in);
-  free(out);
+  if (alloc_mem) {
+    MPI_Free_mem(in);
+    MPI_Free_mem(out);
+  } else {
+    free(in);
+    free(out);
+  }
   free(counts);
   free(displs);
   if (dup) MPI_Comm_free(&comm);

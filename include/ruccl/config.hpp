@@ -35,6 +35,7 @@ class Config {
   static constexpr std::size_t kMaxLeanBytes = std::size_t{64} << 10;          // 64 KiB
   static constexpr std::size_t kDefaultNodeDirectBytes = std::size_t{256} << 10;  // 256 KiB
   static constexpr std::size_t kDefaultLeanDirectBytes = std::size_t{32} << 10;   // 32 KiB
+  static constexpr std::size_t kDefaultMpiAllocMemBytes = 0;                      // off
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring, or a selection
@@ -44,7 +45,7 @@ class Config {
   // RUCCL_FLIGHT_RECORDER (entries per rank; 0 = off) and
   // RUCCL_FLIGHT_RECORDER_SIGNAL (0 = no SIGUSR1 handler), RUCCL_CHECKSUM (1 =
   // payload checksums), RUCCL_ONE_SHOT_BYTES, RUCCL_NODE_DIRECT_BYTES,
-  // RUCCL_LEAN_DIRECT_BYTES. An unparsable value is an
+  // RUCCL_LEAN_DIRECT_BYTES, RUCCL_MPI_ALLOC_MEM_BYTES. An unparsable value is an
   // error naming the variable.
   static Result<Config> from_env();
   // Same, over `base` instead of the defaults.
@@ -83,6 +84,10 @@ class Config {
   }
   Config& with_node_direct_bytes(std::size_t bytes) {
     node_direct_bytes_ = bytes;
+    return *this;
+  }
+  Config& with_mpi_alloc_mem_bytes(std::size_t bytes) {
+    mpi_alloc_mem_bytes_ = bytes;
     return *this;
   }
   Config& with_lean_direct_bytes(std::size_t bytes) {
@@ -182,6 +187,12 @@ class Config {
   // every other rank did (README "Node shared memory"). RUCCL_LEAN_DIRECT_BYTES, default
   // kDefaultLeanDirectBytes; 0 = never. Processes may differ (a reader takes either form).
   std::size_t lean_direct_bytes() const { return lean_direct_bytes_; }
+  // The MPI layer (libruccl_mpi): MPI_Alloc_mem of at least this many bytes
+  // returns memory from MPI_COMM_WORLD's allocate_host, which the node's
+  // other processes read in place (README "MPI programs, unchanged").
+  // RUCCL_MPI_ALLOC_MEM_BYTES; 0 (the default) = never: collectives of 1-8
+  // MiB on such memory measured slower than on private memory.
+  std::size_t mpi_alloc_mem_bytes() const { return mpi_alloc_mem_bytes_; }
 
   // Checks ranges (num_devices >= 1, budget >= 1, segment >= 1,
   // 0 < timeout <= kMaxTimeout) and parses the fault plan and the algorithm
@@ -211,6 +222,7 @@ class Config {
   std::size_t lean_bytes_ = kMaxLeanBytes;
   std::size_t node_direct_bytes_ = kDefaultNodeDirectBytes;
   std::size_t lean_direct_bytes_ = kDefaultLeanDirectBytes;
+  std::size_t mpi_alloc_mem_bytes_ = kDefaultMpiAllocMemBytes;
 };
 
 std::string_view global_strategy_name(GlobalStrategy s) noexcept;

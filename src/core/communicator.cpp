@@ -5,6 +5,8 @@
 // (PlannedFaults: adapter faults wrap the device, exit faults the executors).
 #include "ruccl/communicator.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -738,19 +740,21 @@ Result<std::shared_ptr<std::byte>> Communicator::allocate_host(std::size_t bytes
           auto shared = impl_->remote->allocate_host(bytes);
           if (!shared.is_ok() || shared.value() != nullptr) return shared;
         }
-        // Plain memory, page-aligned and zero-filled as a region is.
+        // Plain memory, page-aligned and zero-filled as a region is: pages
+        // the kernel zeroes when first touched (no pass over a large buffer
+        // here; the MPI layer's MPI_Alloc_mem comes here too).
         constexpr std::size_t kPage = 4096;
         if (bytes == 0 || bytes > SIZE_MAX - kPage)
           return Status(ErrorCode::kInvalidArgument,
                         "allocate_host: " + std::to_string(bytes) + " bytes");
         const std::size_t rounded = (bytes + kPage - 1) / kPage * kPage;
-        void* p = std::aligned_alloc(kPage, rounded);
-        if (p == nullptr)
+        void* p =
+            ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
           return Status(ErrorCode::kOutOfMemory,
                         "allocate_host: " + std::to_string(bytes) + " bytes");
-        std::memset(p, 0, rounded);
         return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
-                                          [](std::byte* q) { std::free(q); });
+                                          [rounded](std::byte* q) { ::munmap(q, rounded); });
       });
 }
 

@@ -114,6 +114,7 @@ Result<Config> Config::from_env(Config base) {
   RUCCL_TRY(read_size("RUCCL_ONE_SHOT_BYTES", c.one_shot_bytes_));
   RUCCL_TRY(read_size("RUCCL_NODE_DIRECT_BYTES", c.node_direct_bytes_));
   RUCCL_TRY(read_size("RUCCL_LEAN_DIRECT_BYTES", c.lean_direct_bytes_));
+  RUCCL_TRY(read_size("RUCCL_MPI_ALLOC_MEM_BYTES", c.mpi_alloc_mem_bytes_));
   RUCCL_TRY(read_size("RUCCL_LEAN_BYTES", c.lean_bytes_));
   RUCCL_TRY(c.validate());
   return c;

@@ -53,6 +53,7 @@ using FAllgatherv = void(const void*, const MPI_Fint*, const MPI_Fint*, void*, c
 using FFinalize = void(MPI_Fint*);
 using FInit = void(MPI_Fint*);
 using FInitThread = void(const MPI_Fint*, MPI_Fint*, MPI_Fint*);
+using FFreeMem = void(void*, MPI_Fint*);
 
 }  // namespace
 
@@ -90,6 +91,7 @@ FAllreduce pmpi_exscan_ __attribute__((weak));
 FFinalize pmpi_finalize_ __attribute__((weak));
 FInit pmpi_init_ __attribute__((weak));
 FInitThread pmpi_init_thread_ __attribute__((weak));
+FFreeMem pmpi_free_mem_ __attribute__((weak));
 
 }  // extern "C"
 // NOLINTEND(readability-identifier-naming, bugprone-reserved-identifier)
@@ -294,6 +296,13 @@ void mpi_finalize_(MPI_Fint* ierr) {
   finish(std::nullopt, ierr, pmpi_finalize_);
 }
 
+// MPI_FREE_MEM: memory the layer's MPI_Alloc_mem gave a C caller may be
+// freed from Fortran (memory.cpp); any other goes to MPI.
+void mpi_free_mem_(void* base, MPI_Fint* ierr) {
+  finish(layer::Registry::get().free_memory(base) ? std::optional<int>(MPI_SUCCESS) : std::nullopt,
+         ierr, pmpi_free_mem_, base);
+}
+
 // The other manglings Open MPI exports, as aliases.
 FAllreduce mpi_allreduce __attribute__((alias("mpi_allreduce_")));
 FAllreduce mpi_allreduce__ __attribute__((alias("mpi_allreduce_")));
@@ -352,6 +361,9 @@ FInitThread MPI_INIT_THREAD __attribute__((alias("mpi_init_thread_")));
 FFinalize mpi_finalize __attribute__((alias("mpi_finalize_")));
 FFinalize mpi_finalize__ __attribute__((alias("mpi_finalize_")));
 FFinalize MPI_FINALIZE __attribute__((alias("mpi_finalize_")));
+FFreeMem mpi_free_mem __attribute__((alias("mpi_free_mem_")));
+FFreeMem mpi_free_mem__ __attribute__((alias("mpi_free_mem_")));
+FFreeMem MPI_FREE_MEM __attribute__((alias("mpi_free_mem_")));
 // Open MPI 4's mpi_f08 bindings (libmpi_usempif08) pass the integer inside
 // each handle to these internal entries of libmpi_mpifh, with the same
 // arguments as mpi_allreduce_ and the same sentinels.
@@ -374,6 +386,7 @@ FAllreduce ompi_exscan_f __attribute__((alias("mpi_exscan_")));
 FInit ompi_init_f __attribute__((alias("mpi_init_")));
 FInitThread ompi_init_thread_f __attribute__((alias("mpi_init_thread_")));
 FFinalize ompi_finalize_f __attribute__((alias("mpi_finalize_")));
+FFreeMem ompi_free_mem_f __attribute__((alias("mpi_free_mem_")));
 
 }  // extern "C"
 // NOLINTEND(readability-identifier-naming, bugprone-reserved-identifier)

@@ -145,6 +145,11 @@ void Registry::finalize() {
                  "transports, %llu opened their own\n",
                  mpi_rank_, static_cast<unsigned long long>(shared_routes_.load()),
                  static_cast<unsigned long long>(own_routes_.load()));
+  if (config_.log_level() >= LogLevel::kInfo)
+    std::fprintf(stderr,
+                 "[ruccl mpi layer] MPI rank %d: MPI_Alloc_mem %llu from ruccl, %llu from MPI\n",
+                 mpi_rank_, static_cast<unsigned long long>(alloc_counts_[0].load()),
+                 static_cast<unsigned long long>(alloc_counts_[1].load()));
   // Deleting the attribute runs drop() for each Route still alive.
   std::vector<MPI_Comm> comms;
   {

@@ -10,7 +10,9 @@
 //     communicator (a Route), and the list of live Routes, so MPI_Finalize can
 //     free every one of them;
 //   - one MPI error class per ruccl ErrorCode (MPI_Add_error_class), whose
-//     string is set to ruccl's message before the error handler is called.
+//     string is set to ruccl's message before the error handler is called;
+//   - the memory MPI_Alloc_mem returned from ruccl (memory.cpp), until
+//     MPI_Free_mem (it may outlive MPI_Finalize, as MPI's own may not).
 //
 // Threads. Under SINGLE, FUNNELED and SERIALIZED, MPI calls never overlap.
 // Under MPI_THREAD_MULTIPLE collectives on different communicators may run at
@@ -33,6 +35,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "ruccl/communicator.hpp"
@@ -161,6 +164,17 @@ class Registry {
   // The attribute's delete callback (MPI_Comm_free, and finalize()).
   void drop(Route* route) noexcept;
 
+  // MPI_Alloc_mem (memory.cpp): `size` bytes from MPI_COMM_WORLD's
+  // Communicator::allocate_host, which the node's other processes read in
+  // place, or null (the caller then asks PMPI_Alloc_mem): below
+  // Config::mpi_alloc_mem_bytes, nothing routed (RUCCL_MPI=0, after
+  // MPI_Finalize), no usable world communicator, or allocate_host's error
+  // (16 regions live in this process).
+  void* allocate_memory(MPI_Aint size);
+  // MPI_Free_mem: whether `base` is memory allocate_memory returned (then
+  // freed); false for any other pointer (PMPI_Free_mem's).
+  bool free_memory(void* base);
+
  private:
   Registry();
   Route* create(MPI_Comm comm);
@@ -176,6 +190,9 @@ class Registry {
   // Routes made (RUCCL_DEBUG=INFO prints them at MPI_Finalize): split from
   // the world's transports, or over transports of their own.
   std::atomic<std::uint64_t> shared_routes_{0}, own_routes_{0};
+  std::mutex memory_mutex_;  // guards memory_
+  std::unordered_map<void*, std::shared_ptr<std::byte>> memory_;
+  std::array<std::atomic<std::uint64_t>, 2> alloc_counts_{};  // MPI_Alloc_mem: ruccl's, MPI's
   std::mutex mutex_;  // guards routes_, the Route lookup and errors_
   std::list<std::unique_ptr<Route>> routes_;
   struct ErrorSlot {

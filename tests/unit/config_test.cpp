@@ -14,11 +14,19 @@ namespace {
 using namespace std::chrono_literals;
 using test::contains;
 
-constexpr const char* kVars[] = {
-    "RUCCL_TIMEOUT",  "RUCCL_MAX_CHUNK_BYTES", "RUCCL_SEGMENT_BYTES",
-    "RUCCL_ALGO",     "RUCCL_LOCAL_ALGO",      "RUCCL_NUM_DEVICES",
-    "RUCCL_FAULT",    "RUCCL_FLIGHT_RECORDER", "RUCCL_FLIGHT_RECORDER_SIGNAL",
-    "RUCCL_CHECKSUM", "RUCCL_LEAN_BYTES",      "RUCCL_LEAN_DIRECT_BYTES"};
+constexpr const char* kVars[] = {"RUCCL_TIMEOUT",
+                                 "RUCCL_MAX_CHUNK_BYTES",
+                                 "RUCCL_SEGMENT_BYTES",
+                                 "RUCCL_ALGO",
+                                 "RUCCL_LOCAL_ALGO",
+                                 "RUCCL_NUM_DEVICES",
+                                 "RUCCL_FAULT",
+                                 "RUCCL_FLIGHT_RECORDER",
+                                 "RUCCL_FLIGHT_RECORDER_SIGNAL",
+                                 "RUCCL_CHECKSUM",
+                                 "RUCCL_LEAN_BYTES",
+                                 "RUCCL_LEAN_DIRECT_BYTES",
+                                 "RUCCL_MPI_ALLOC_MEM_BYTES"};
 
 // Clears every RUCCL_* variable before and after each test.
 class ConfigEnv : public ::testing::Test {
@@ -89,21 +97,39 @@ TEST_F(ConfigEnv, LeanBytes) {
   EXPECT_TRUE(contains(Config().difference(Config().with_lean_bytes(8)), "lean_bytes"));
 }
 
-// Processes may differ in it (a reader takes either form): not compared.
-TEST_F(ConfigEnv, LeanDirectBytes) {
-  EXPECT_EQ(Config().lean_direct_bytes(), Config::kDefaultLeanDirectBytes);
-  set("RUCCL_LEAN_DIRECT_BYTES", "16k");
+// A byte count read from `name` (a suffix, 0 allowed, an unparsable value an
+// error naming it) into what `get` returns, one a process may set apart from
+// the others (Config::difference leaves it out: `with` sets it).
+template <typename Get, typename With>
+void per_process_size(const char* name, const char* bad_value, Get get, With with) {
+  ASSERT_EQ(::setenv(name, "16k", 1), 0);
   auto c = Config::from_env();
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
-  EXPECT_EQ(c->lean_direct_bytes(), 16384u);
-  set("RUCCL_LEAN_DIRECT_BYTES", "0");
+  EXPECT_EQ(get(c.value()), 16384u);
+  ASSERT_EQ(::setenv(name, "0", 1), 0);
   ASSERT_TRUE(Config::from_env().is_ok());
-  EXPECT_EQ(Config::from_env()->lean_direct_bytes(), 0u);
-  set("RUCCL_LEAN_DIRECT_BYTES", "lots");
+  EXPECT_EQ(get(Config::from_env().value()), 0u);
+  ASSERT_EQ(::setenv(name, bad_value, 1), 0);
   const Status bad = Config::from_env().status();
   EXPECT_EQ(bad.code(), ErrorCode::kInvalidArgument);
-  EXPECT_TRUE(contains(bad.message(), "RUCCL_LEAN_DIRECT_BYTES")) << bad.message();
-  EXPECT_EQ(Config().difference(Config().with_lean_direct_bytes(8)), "");
+  EXPECT_TRUE(contains(bad.message(), name)) << bad.message();
+  EXPECT_EQ(Config().difference(with(Config(), 8)), "");
+}
+
+// Processes may differ in it (a reader takes either form).
+TEST_F(ConfigEnv, LeanDirectBytes) {
+  EXPECT_EQ(Config().lean_direct_bytes(), Config::kDefaultLeanDirectBytes);
+  per_process_size(
+      "RUCCL_LEAN_DIRECT_BYTES", "lots", [](const Config& c) { return c.lean_direct_bytes(); },
+      [](Config c, std::size_t b) { return c.with_lean_direct_bytes(b); });
+}
+
+// The MPI layer's own, per process; off unless asked for.
+TEST_F(ConfigEnv, MpiAllocMemBytes) {
+  EXPECT_EQ(Config().mpi_alloc_mem_bytes(), 0u);
+  per_process_size(
+      "RUCCL_MPI_ALLOC_MEM_BYTES", "-1", [](const Config& c) { return c.mpi_alloc_mem_bytes(); },
+      [](Config c, std::size_t b) { return c.with_mpi_alloc_mem_bytes(b); });
 }
 
 TEST(Config, FaultPlanAndFlightRecorder) {
