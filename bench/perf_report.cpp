@@ -138,9 +138,9 @@ void print_header(std::FILE* out, const Options& options, const Config& config,
       std::string peers;
       for (const std::string& p : world->peers) peers += (peers.empty() ? "" : ", ") + p;
       std::fprintf(out,
-                   "# peers: %s, on the same ranks and buffers, interleaved per iteration after "
-                   "ruccl (each call after the peer's own untimed barrier; ruccl's timing uses "
-                   "no MPI)\n",
+                   "# peers: %s, on the same ranks and buffers, interleaved per iteration with "
+                   "ruccl in an order drawn anew each iteration (each call after the peer's own "
+                   "untimed barrier; ruccl's timing uses no MPI)\n",
                    peers.c_str());
       for (const std::string& d : world->peer_descriptions)
         std::fprintf(out, "#   %s\n", d.c_str());

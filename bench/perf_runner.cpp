@@ -8,6 +8,8 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -553,29 +555,63 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
     RankState& st = ranks_[local];
     st.times_us.assign(slots, std::vector<double>(iters, 0.0));
     st.max_us.assign(slots, std::vector<double>(iters, 0.0));
-    for (std::size_t it = 0; it < warmup + iters; ++it) {
-      for (std::size_t l = 0; l < lanes; ++l) {
-        if (options_.fresh_inputs) model.fill_input(rank, input_at(st, rank));
-        if (world_) {
-          if (!agree(l, st, rank, &st.token_in, &st.token_out, DataType::kI32, 1, ReduceOp::kMax))
-            return;
-        } else {
-          sync.arrive_and_wait();
-        }
-        const auto t0 = std::chrono::steady_clock::now();
-        const Status s = call(l, st, rank);
-        const auto t1 = std::chrono::steady_clock::now();
-        if (!s) {
-          fail(st, l, rank, s);
-          if (!world_) sync.arrive_and_drop();
-          return;
-        }
-        if (it >= warmup)
-          st.times_us[l][it - warmup] = std::chrono::duration<double, std::micro>(t1 - t0).count();
-        // Untimed: what the call staged (this rank's own thread, right after it).
-        if (auto staged = lanes_[l].comm->last_staging(rank))
-          st.staging[l] = std::max<std::uint64_t>(st.staging[l], staged->peak_bytes);
+    // ruccl's call on lane l: its barrier (a ruccl all-reduce across
+    // processes), then the call alone timed. False: it failed (recorded).
+    const auto ruccl_call = [&](std::size_t l, std::size_t it) {
+      if (options_.fresh_inputs) model.fill_input(rank, input_at(st, rank));
+      if (world_) {
+        if (!agree(l, st, rank, &st.token_in, &st.token_out, DataType::kI32, 1, ReduceOp::kMax))
+          return false;
+      } else {
+        sync.arrive_and_wait();
       }
+      const auto t0 = std::chrono::steady_clock::now();
+      const Status s = call(l, st, rank);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!s) {
+        fail(st, l, rank, s);
+        if (!world_) sync.arrive_and_drop();
+        return false;
+      }
+      if (it >= warmup)
+        st.times_us[l][it - warmup] = std::chrono::duration<double, std::micro>(t1 - t0).count();
+      // Untimed: what the call staged (this rank's own thread, right after it).
+      if (auto staged = lanes_[l].comm->last_staging(rank))
+        st.staging[l] = std::max<std::uint64_t>(st.staging[l], staged->peak_bytes);
+      return true;
+    };
+    // A peer's call (slot l): the peer's own barrier (untimed), then its call
+    // alone timed.
+    const auto peer_call = [&](std::size_t l, std::size_t it) {
+      Peer& peer = *peers_[l - lanes];
+      if (options_.fresh_inputs) model.fill_input(rank, input_at(st, rank));
+      Status s = peer.barrier();
+      const auto t0 = std::chrono::steady_clock::now();
+      if (s) s = peer.call();
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!s) {
+        fail(st, l, rank, s);
+        return false;
+      }
+      if (it >= warmup)
+        st.times_us[l][it - warmup] = std::chrono::duration<double, std::micro>(t1 - t0).count();
+      return true;
+    };
+    // Every communicator and peer once per iteration, in an order drawn anew
+    // each iteration (the same on every rank: one seed), so that each follows
+    // each other alike often over the run: a call can run slower right after
+    // another implementation's (np=2 all-reduce of 128 KiB in place, ruccl
+    // and Open MPI always in that order after Gloo: ruccl's p50 27.3-28.3 us
+    // against 20.0 without Gloo, Open MPI's 22.5-23.4; with Gloo between
+    // them, the other way round). A fixed rotation would not do: with three
+    // implementations one of them follows a given one twice as often.
+    std::vector<std::size_t> order(slots);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::mt19937 draw(20261207);
+    for (std::size_t it = 0; it < warmup + iters; ++it) {
+      std::shuffle(order.begin(), order.end(), draw);
+      for (const std::size_t l : order)
+        if (l < lanes ? !ruccl_call(l, it) : active[l] && !peer_call(l, it)) return;
       if (copy_model) {  // every rank thread at once, as the ring's threads run
         sync.arrive_and_wait();
         const auto t0 = std::chrono::steady_clock::now();
@@ -583,23 +619,6 @@ std::vector<Timing> Runner::measure(const Case& c, bool in_place) {
         asm volatile("" : : "r"(st.copy_to.data()) : "memory");  // the copy happens
         const auto t1 = std::chrono::steady_clock::now();
         if (it >= warmup) st.copy_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-      }
-      // The peers, after ruccl, in the same iteration: the peer's own barrier
-      // (untimed), then the peer's call alone timed.
-      for (std::size_t l = lanes; l < slots; ++l) {
-        if (!active[l]) continue;
-        Peer& peer = *peers_[l - lanes];
-        if (options_.fresh_inputs) model.fill_input(rank, input_at(st, rank));
-        Status s = peer.barrier();
-        const auto t0 = std::chrono::steady_clock::now();
-        if (s) s = peer.call();
-        const auto t1 = std::chrono::steady_clock::now();
-        if (!s) {
-          fail(st, l, rank, s);
-          return;
-        }
-        if (it >= warmup)
-          st.times_us[l][it - warmup] = std::chrono::duration<double, std::micro>(t1 - t0).count();
       }
     }
     // World: the per-iteration max over every rank, with ruccl (off the timed path).

@@ -4,7 +4,7 @@
 #
 #   1. np2-shm      mpirun -np 2 (shared memory), 1 device per process, all_reduce
 #                   8 B .. 64 MiB, ruccl with the peers MPI and Gloo in the same
-#                   launch (interleaved per iteration, same buffers).
+#                   launch (interleaved per iteration in a drawn order, same buffers).
 #   1b. np2-<coll>  the same for broadcast, reduce, all_gather, reduce_scatter and
 #                   all_to_all_v, with MPI as the peer (8 B .. RUCCL_BENCH_COLLS_MAX).
 #   1c. np4-shm     mpirun -np 4 --oversubscribe (4 processes on this machine's
