@@ -8,8 +8,9 @@
  * communicator split from the world's); default world. --coll gather,
  * scatter, allgatherv or scan times that collective instead (bytes: each
  * rank's block; gather and scatter to and from rank 0). --alloc mpi: the
- * buffers come from MPI_Alloc_mem (under the layer, from 1 MiB up, memory the
- * node's other processes read in place); default malloc. */
+ * buffers come from MPI_Alloc_mem (under the layer with
+ * RUCCL_MPI_ALLOC_MEM_BYTES set, memory the node's other processes read in
+ * place); default malloc. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -209,6 +209,9 @@ class Communicator {
   //     only) it is plain memory. Do not free it while a collective uses it.
   //     kInvalidArgument for 0 bytes. Any thread.
   Result<std::shared_ptr<std::byte>> allocate_host(std::size_t bytes);
+  // Whether allocate_host's memory is read in place by the node's other
+  // processes (this communicator's processes share a node segment).
+  bool shares_host_memory() const;
 
   struct Impl;
 

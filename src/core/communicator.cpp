@@ -733,6 +733,10 @@ Result<StagingStats> Communicator::last_staging(std::size_t rank) const {
   return *stats;
 }
 
+bool Communicator::shares_host_memory() const {
+  return impl_->remote != nullptr && impl_->remote->shares_host_memory();
+}
+
 Result<std::shared_ptr<std::byte>> Communicator::allocate_host(std::size_t bytes) {
   return core::catch_to_status(
       ErrorCode::kInternal, "allocate_host", [&]() -> Result<std::shared_ptr<std::byte>> {

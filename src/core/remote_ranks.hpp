@@ -113,6 +113,8 @@ class RemoteRanks {
   virtual Result<std::shared_ptr<std::byte>> allocate_host(std::size_t /*bytes*/) {
     return std::shared_ptr<std::byte>();
   }
+  // Whether allocate_host gives such memory (a node segment is shared).
+  virtual bool shares_host_memory() const { return false; }
   // The lean path of collective `seq` of local rank `local`, in two halves,
   // so that what the caller does between them (its flight recorder entry)
   // overlaps the peers' posting. lean_post writes this rank's slot: nullopt

@@ -4,11 +4,14 @@
 // processes share a node segment, the others read it in place, so that a
 // collective on it skips the copy through the segment (two processes then
 // move bytes as two threads do). Smaller requests (a process holds at most 16
-// regions, node/regions.hpp), the 17th live one, and every request when
-// nothing is routed, go to PMPI_Alloc_mem. MPI_Free_mem frees what the layer
+// regions, node/regions.hpp), the 17th live one, and every request where no
+// node segment is shared (Communicator::shares_host_memory), nothing is
+// routed, or MPI is not initialised, go to PMPI_Alloc_mem. MPI_Free_mem frees what the layer
 // gave and hands any other pointer to PMPI_Free_mem (so does Fortran's
 // MPI_FREE_MEM, fortran.cpp, whose MPI_ALLOC_MEM reaches MPI directly).
 #include <mpi.h>
+
+#include <new>
 
 #include "mpi_layer/registry.hpp"
 
@@ -19,7 +22,7 @@ void* Registry::allocate_memory(MPI_Aint size) {
   Route* world = world_;  // (set at MPI_Init, null again at MPI_Finalize)
   if (blocked_ != Why::kRouted || threshold == 0 || size <= 0 ||
       static_cast<std::size_t>(size) < threshold || world == nullptr ||
-      world->failed != Why::kRouted || !world->comm) {
+      world->failed != Why::kRouted || !world->comm || !world->comm->shares_host_memory()) {
     alloc_counts_[1].fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
@@ -29,9 +32,12 @@ void* Registry::allocate_memory(MPI_Aint size) {
     return nullptr;
   }
   void* base = memory.value().get();
-  {
+  try {
     std::lock_guard<std::mutex> lock(memory_mutex_);
     memory_.emplace(base, std::move(memory).value());
+  } catch (const std::bad_alloc&) {  // (the region goes with `memory`): MPI's
+    alloc_counts_[1].fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
   }
   alloc_counts_[0].fetch_add(1, std::memory_order_relaxed);
   return base;
@@ -51,10 +57,25 @@ bool Registry::free_memory(void* base) {
 
 namespace layer = ruccl::mpi_layer;
 
+namespace {
+
+// Whether MPI was initialised (still true after MPI_Finalize): the Registry
+// is made only then (it asks MPI for the rank and thread level).
+bool initialised() {
+  int flag = 0;
+  return PMPI_Initialized(&flag) == MPI_SUCCESS && flag != 0;
+}
+
+}  // namespace
+
 extern "C" {
 
+// An info MPI would refuse goes to MPI, which reports it; the layer's
+// memory takes no hints.
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
-  if (baseptr != nullptr) {
+  int keys = 0;
+  if (baseptr != nullptr && initialised() &&
+      (info == MPI_INFO_NULL || PMPI_Info_get_nkeys(info, &keys) == MPI_SUCCESS)) {
     if (void* base = layer::Registry::get().allocate_memory(size)) {
       *static_cast<void**>(baseptr) = base;
       return MPI_SUCCESS;
@@ -64,7 +85,8 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
 }
 
 int MPI_Free_mem(void* base) {
-  return layer::Registry::get().free_memory(base) ? MPI_SUCCESS : PMPI_Free_mem(base);
+  return initialised() && layer::Registry::get().free_memory(base) ? MPI_SUCCESS
+                                                                   : PMPI_Free_mem(base);
 }
 
 }  // extern "C"

@@ -150,9 +150,10 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
       break;
     default: {
       // In rank order, from rank 0's input: the same bits on every rank, the
-      // first two inputs in one pass. (An in-place caller's buffer is its
-      // input: its copy is in its slot, but a reduce's root 0's, whose
-      // output is the first operand of every step: keeps_input.)
+      // first two inputs in one pass. (This rank's own input where its
+      // output may overwrite it before it is read is a copy: own_copy; a
+      // reduce root 0's in place is the first operand of every step:
+      // keeps_input.)
       RUCCL_TRY(
           reduce_in_rank_order(plan.dtype, plan.op, d, inputs, shard.offset * es, shard.count));
     }
@@ -207,7 +208,8 @@ struct LeanScratch {
     std::uint64_t seq = 0;
     bool direct = false;
     const LeanHeader* head = nullptr;  // own[...].head
-    // This rank's own operand: its input in its slot (after the counts), or own_copy.
+    // This rank's own operand: its input in its slot (an all-to-all-v's
+    // counts), or own_copy.
     const std::byte* input = nullptr;
     std::size_t bytes = 0;             // counts and data
     std::uint64_t key = 0;             // its request_key
@@ -609,6 +611,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     if (mailbox_ == nullptr) return std::shared_ptr<std::byte>();
     return node::Regions::allocate(mailbox_->regions(), bytes);
   }
+  bool shares_host_memory() const override { return mailbox_ != nullptr; }
 
   // The lean path (node mailboxes, every rank of the world on this node): a
   // small all-reduce, reduce, broadcast, all-gather, reduce-scatter or

@@ -230,6 +230,10 @@ int main(int argc, char** argv) {
       t.run(spans && devices == 1);
     });
   for (auto& t : threads) t.join();
+  // A world spanning processes of this node says its allocate_host memory is
+  // read in place by them (what the MPI layer's MPI_Alloc_mem asks).
+  if (comm->shares_host_memory() != spans)
+    fail(comm->first_rank(), std::string("shares_host_memory: want ") + (spans ? "true" : "false"));
   // Once every buffer of the collectives is freed (the bound is per process).
   RankTest(*comm, 0).limits(spans);
   // Memory that outlives its communicator stays usable (and is freed after).

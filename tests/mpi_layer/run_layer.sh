@@ -20,7 +20,9 @@
 #   alloc_mem RUCCL_DEBUG=INFO, RUCCL_MPI_ALLOC_MEM_BYTES=1M, alloc_mem.c: OK,
 #             and on every rank 32 of the 42 MPI_Alloc_mem came from ruccl
 #             (two rounds of 16 live at once: freed ones return), the rest
-#             from MPI; then without the variable (off) OK and all 42 from MPI
+#             from MPI; then without the variable (off), and with it but no
+#             node segment (RUCCL_INTRA_NODE_TRANSPORT=tcp), OK and all 42
+#             from MPI
 #   plain     no preload (the reference: the program is right under MPI)
 set -u
 mode=$1 np=$2 layer=$3 program=$4 mpiexec=${5:-mpirun}
@@ -79,10 +81,16 @@ case $mode in
     grep -q ": OK" "$out" || fail "no OK line"
     n=$(grep -c "MPI rank [0-9]*: MPI_Alloc_mem 32 from ruccl, 10 from MPI" "$out")
     [ "$n" -eq "$np" ] || fail "MPI_Alloc_mem: 32 from ruccl, 10 from MPI on $n of $np ranks"
+    unset RUCCL_MPI_ALLOC_MEM_BYTES  # (the default, whatever the caller's environment)
     run "${pre[@]}" -x RUCCL_DEBUG=INFO "$program" || fail "exit code $? (default)"
     grep -q ": OK" "$out" || fail "no OK line (default)"
     n=$(grep -c "MPI rank [0-9]*: MPI_Alloc_mem 0 from ruccl, 42 from MPI" "$out")
-    [ "$n" -eq "$np" ] || fail "default (off): all 42 from MPI on $n of $np ranks" ;;
+    [ "$n" -eq "$np" ] || fail "default (off): all 42 from MPI on $n of $np ranks"
+    run "${pre[@]}" -x RUCCL_DEBUG=INFO -x RUCCL_MPI_ALLOC_MEM_BYTES=1M \
+      -x RUCCL_INTRA_NODE_TRANSPORT=tcp "$program" || fail "exit code $? (no node segment)"
+    grep -q ": OK" "$out" || fail "no OK line (no node segment)"
+    n=$(grep -c "MPI rank [0-9]*: MPI_Alloc_mem 0 from ruccl, 42 from MPI" "$out")
+    [ "$n" -eq "$np" ] || fail "no node segment: all 42 from MPI on $n of $np ranks" ;;
   chosen)
     run "${pre[@]}" -x RUCCL_DEBUG=INFO -x RUCCL_MPI_COLLS=allreduce,barrier "$program" ||
       fail "exit code $?"
