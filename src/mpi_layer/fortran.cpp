@@ -299,10 +299,8 @@ void mpi_finalize_(MPI_Fint* ierr) {
 // MPI_FREE_MEM: memory the layer's MPI_Alloc_mem gave a C caller may be
 // freed from Fortran (memory.cpp); any other goes to MPI.
 void mpi_free_mem_(void* base, MPI_Fint* ierr) {
-  int initialised = 0;  // (the Registry is made only once MPI is)
-  const bool ours = PMPI_Initialized(&initialised) == MPI_SUCCESS && initialised != 0 &&
-                    layer::Registry::get().free_memory(base);
-  finish(ours ? std::optional<int>(MPI_SUCCESS) : std::nullopt, ierr, pmpi_free_mem_, base);
+  finish(layer::Registry::free_memory(base) ? std::optional<int>(MPI_SUCCESS) : std::nullopt, ierr,
+         pmpi_free_mem_, base);
 }
 
 // The other manglings Open MPI exports, as aliases.

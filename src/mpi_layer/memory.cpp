@@ -18,32 +18,36 @@
 namespace ruccl::mpi_layer {
 
 void* Registry::allocate_memory(MPI_Aint size) {
+  void* base = take_memory(size);
+  alloc_counts_[base != nullptr ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
+  return base;
+}
+
+void* Registry::take_memory(MPI_Aint size) {
   const std::size_t threshold = config_.mpi_alloc_mem_bytes();
   Route* world = world_;  // (set at MPI_Init, null again at MPI_Finalize)
   if (blocked_ != Why::kRouted || threshold == 0 || size <= 0 ||
       static_cast<std::size_t>(size) < threshold || world == nullptr ||
-      world->failed != Why::kRouted || !world->comm || !world->comm->shares_host_memory()) {
-    alloc_counts_[1].fetch_add(1, std::memory_order_relaxed);
+      world->failed != Why::kRouted || !world->comm || !world->comm->shares_host_memory())
     return nullptr;
-  }
   auto memory = world->comm->allocate_host(static_cast<std::size_t>(size));
-  if (!memory.is_ok()) {
-    alloc_counts_[1].fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  }
+  if (!memory.is_ok()) return nullptr;
   void* base = memory.value().get();
   try {
     std::lock_guard<std::mutex> lock(memory_mutex_);
     memory_.emplace(base, std::move(memory).value());
   } catch (const std::bad_alloc&) {  // (the region goes with `memory`): MPI's
-    alloc_counts_[1].fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  alloc_counts_[0].fetch_add(1, std::memory_order_relaxed);
   return base;
 }
 
 bool Registry::free_memory(void* base) {
+  if (!mpi_initialised()) return false;  // (nothing of the layer's yet; no Registry)
+  return get().release_memory(base);
+}
+
+bool Registry::release_memory(void* base) {
   std::shared_ptr<std::byte> owned;  // freed outside the lock
   std::lock_guard<std::mutex> lock(memory_mutex_);
   const auto it = memory_.find(base);
@@ -53,20 +57,14 @@ bool Registry::free_memory(void* base) {
   return true;
 }
 
-}  // namespace ruccl::mpi_layer
-
-namespace layer = ruccl::mpi_layer;
-
-namespace {
-
-// Whether MPI was initialised (still true after MPI_Finalize): the Registry
-// is made only then (it asks MPI for the rank and thread level).
-bool initialised() {
+bool mpi_initialised() {
   int flag = 0;
   return PMPI_Initialized(&flag) == MPI_SUCCESS && flag != 0;
 }
 
-}  // namespace
+}  // namespace ruccl::mpi_layer
+
+namespace layer = ruccl::mpi_layer;
 
 extern "C" {
 
@@ -74,7 +72,7 @@ extern "C" {
 // memory takes no hints.
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
   int keys = 0;
-  if (baseptr != nullptr && initialised() &&
+  if (baseptr != nullptr && layer::mpi_initialised() &&
       (info == MPI_INFO_NULL || PMPI_Info_get_nkeys(info, &keys) == MPI_SUCCESS)) {
     if (void* base = layer::Registry::get().allocate_memory(size)) {
       *static_cast<void**>(baseptr) = base;
@@ -85,8 +83,7 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
 }
 
 int MPI_Free_mem(void* base) {
-  return initialised() && layer::Registry::get().free_memory(base) ? MPI_SUCCESS
-                                                                   : PMPI_Free_mem(base);
+  return layer::Registry::free_memory(base) ? MPI_SUCCESS : PMPI_Free_mem(base);
 }
 
 }  // extern "C"

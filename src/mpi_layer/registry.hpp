@@ -132,6 +132,10 @@ class Routed {
   std::unique_lock<std::mutex> lock_;
 };
 
+// Whether MPI was initialised (still true after MPI_Finalize): the Registry
+// asks MPI for the rank and thread level when it is made (memory.cpp).
+bool mpi_initialised();
+
 class Registry {
  public:
   // The one registry (created at first use; see the header comment).
@@ -171,13 +175,16 @@ class Registry {
   // MPI_Finalize), no usable world communicator, or allocate_host's error
   // (16 regions live in this process).
   void* allocate_memory(MPI_Aint size);
-  // MPI_Free_mem: whether `base` is memory allocate_memory returned (then
-  // freed); false for any other pointer (PMPI_Free_mem's).
-  bool free_memory(void* base);
+  // MPI_Free_mem (C and Fortran): whether `base` is memory allocate_memory
+  // returned (then freed); false for any other pointer (PMPI_Free_mem's),
+  // and before MPI_Init (the Registry is made only once MPI is).
+  static bool free_memory(void* base);
 
  private:
   Registry();
   Route* create(MPI_Comm comm);
+  void* take_memory(MPI_Aint size);  // allocate_memory but the count
+  bool release_memory(void* base);   // free_memory of the one Registry
   int error_code(ErrorCode code);
 
   Config config_;

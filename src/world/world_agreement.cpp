@@ -150,10 +150,9 @@ Result<core::RankOutcome> lean_run(const LeanPlan& plan, const core::Request& re
       break;
     default: {
       // In rank order, from rank 0's input: the same bits on every rank, the
-      // first two inputs in one pass. (This rank's own input where its
-      // output may overwrite it before it is read is a copy: own_copy; a
-      // reduce root 0's in place is the first operand of every step:
-      // keeps_input.)
+      // first two inputs in one pass. (This rank's own input is the
+      // caller's only where the output leaves it alone, own_from_input;
+      // else a copy, own_copy.)
       RUCCL_TRY(
           reduce_in_rank_order(plan.dtype, plan.op, d, inputs, shard.offset * es, shard.count));
     }
@@ -699,6 +698,11 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     const LeanHeader& head = own.head;
     const std::span<std::byte> slot = box.slot(me - base, seq, node::Lane::kLean);
     const std::size_t hb = own.bytes;
+    // Whether this rank's own operand is the caller's input (own_from_input);
+    // a reduce's root leaves it out of its slot then (only it reads it).
+    const bool plain = !direct && !a2a && data > 0;
+    const bool from_input = plain && own_from_input(req, geometry, me);
+    const bool kept = from_input && req.kind == CollectiveKind::kReduce;
     std::memcpy(slot.data(), own.raw.data(), hb);
     for (std::size_t d = 0; d < world_ && a2a; ++d) {
       const std::uint64_t c = req.send_counts[d];
@@ -719,21 +723,17 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       const auto* in = static_cast<const std::byte*>(req.in.data);
       std::memcpy(slot.data() + hb + counts, in, at);
       std::memcpy(slot.data() + hb + counts + end, in + end, data - end);
-    } else if (data > 0 && !keeps_input(req, me)) {
+    } else if (data > 0 && !kept) {
       std::memcpy(slot.data() + hb + counts, req.in.data, data);
     }
-    // (A reduce's root reduces from its input: only it reads that.)
-    const bool kept = !direct && data > 0 && keeps_input(req, me);
     const std::size_t sent = direct ? record : kept ? 0 : data;
     box.publish(me - base, seq, hb + counts + sent, node::Lane::kLean);
-    const bool from_input =
-        kept || (!direct && !a2a && data > 0 && own_from_input(req, geometry, me));
     // Else (an all-reduce in place on a rank but 0, an output overlapping
     // the input) a copy of its own, for the same reason (np=2 all-reduce in
     // place, 4-32 KiB: 0.37-0.52 -> 0.22-0.38 of Open MPI's p50, alike at 16
     // and 64 KiB). (A reduce's other ranks compute nothing.)
     const std::byte* own_at = slot.data() + hb;
-    if (!from_input && !direct && !a2a && data > 0 && req.kind != CollectiveKind::kReduce) {
+    if (plain && !from_input && req.kind != CollectiveKind::kReduce) {
       if (k.own_copy.size() < data) k.own_copy.resize(box.shape().lean_bytes);
       std::memcpy(k.own_copy.data(), req.in.data, data);
       own_at = k.own_copy.data();
@@ -899,23 +899,6 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   }
   // The collectives with a direct form: those that only copy.
   static bool copies(CollectiveKind kind) { return core::has_lean_direct_form(kind); }
-  // Whether this rank is a reduce's root that leaves its input out of its
-  // slot (lean_fits takes an empty slot from the root): it reduces from the
-  // input itself, a copy the others never read saved (np=2, 32 KiB: the
-  // root copied its input in while its peer did, then reduced). In place
-  // only for root 0, whose output is the first operand of each step (the
-  // kernels allow dst == a): another root's output, written from the inputs
-  // of ranks 0 and 1 first, would alias the second or overwrite its input
-  // before it is read.
-  static bool keeps_input(const core::Request& req, std::size_t me) {
-    if (req.kind != CollectiveKind::kReduce || req.root != me || req.in.data == nullptr)
-      return false;
-    if (!req.out || req.out->data == nullptr) return true;  // (a new tensor)
-    if (req.out->data == req.in.data) return req.root == 0;
-    // Apart, or else (a partial overlap) the copy in the slot as before.
-    const std::size_t es = dtype_size(req.dtype);
-    return apart(req.out->data, req.out->count() * es, req.in.data, req.in.count() * es);
-  }
   // Whether the output a copying collective writes on the lean path leaves
   // this rank's input alone: another buffer, a broadcast's root in place (it
   // writes nothing), or an all-gather's input that is this rank's block of
@@ -931,25 +914,33 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     return false;
   }
   // Whether this rank's own operand is the caller's input rather than its
-  // copy in its slot (written for the readers all the same): their cores
-  // take that line over as they read it, so reading it back cost a miss
-  // (np=2 all-reduce of 8 B back to back: 0.60-0.64 us from the slot,
-  // 0.55-0.58 from the input). Where lean_run's writes leave the input
-  // alone until it is read: an output apart from it, a copying collective's
-  // writes_apart, or an all-reduce in place on rank 0 (the first operand of
-  // each step: the kernels allow dst == a). (A reduce's root: keeps_input;
-  // an all-to-all-v reads its own rows from its input anyway.)
+  // copy in its slot (written for the readers all the same, but a reduce
+  // root's, which only it reads: lean_fits takes an empty slot from the
+  // root): the readers' cores take the slot's lines over as they read them,
+  // so reading them back cost a miss (np=2 all-reduce of 8 B back to back:
+  // 0.60-0.64 us from the slot, 0.55-0.58 from the input). Where lean_run's
+  // writes leave the input alone until it is read: a copying collective's
+  // writes_apart; a reduction's output apart from it, or its input in place
+  // on rank 0, whose input is the first operand of each step (the kernels
+  // allow dst == a; another rank's output, written from the inputs of ranks
+  // 0 and 1 first, would overwrite its input before it is read). (A reduce's
+  // other ranks compute nothing; an all-to-all-v reads its own rows from its
+  // input anyway.)
   bool own_from_input(const core::Request& req, const core::Geometry& g, std::size_t me) const {
     if (!req.has_input || req.in.data == nullptr) return false;
     switch (req.kind) {
       case CollectiveKind::kBroadcast:
       case CollectiveKind::kAllGather: return writes_apart(req, g, me);
-      case CollectiveKind::kAllReduce:
-        if (req.out && req.out->data == req.in.data) return me == 0;
+      case CollectiveKind::kReduce:
+        if (req.root != me) return false;
         [[fallthrough]];
-      case CollectiveKind::kReduceScatter:
-        return !req.out || apart(req.out->data, req.out->count() * dtype_size(req.dtype),
-                                 req.in.data, g.count * dtype_size(req.dtype));
+      case CollectiveKind::kAllReduce:
+      case CollectiveKind::kReduceScatter: {
+        if (!req.out || req.out->data == nullptr) return true;  // (a new tensor)
+        if (req.out->data == req.in.data) return me == 0;
+        const std::size_t es = dtype_size(req.dtype);
+        return apart(req.out->data, req.out->count() * es, req.in.data, g.count * es);
+      }
       default: return false;
     }
   }
