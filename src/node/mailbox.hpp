@@ -114,8 +114,12 @@ class Mailbox {
 
   const MailboxShape& shape() const { return shape_; }
   // Whether the node's ranks outnumber its online CPUs (they then take turns
-  // on the cores: every hand-off between them costs a switch).
+  // on the cores: every hand-off between them costs a switch), or the
+  // creation found more of the world's ranks on this machine than cores
+  // (set_oversubscribed: hosts made of namespaces share the machine's cores).
+  // The same on every process of the node.
   bool oversubscribed() const { return oversubscribed_; }
+  void set_oversubscribed(bool machine) { oversubscribed_ = oversubscribed_ || machine; }
   void close_segment_fd() { segment_.close_fd(); }
   // The slot of node rank `rank` for collective `seq` on `lane`: the lane's
   // capacity (slot_bytes, lean_bytes) to write.

@@ -239,6 +239,10 @@ struct TransportOptions {
   // Payload checksums (RUCCL_CHECKSUM): computed by senders, checked by
   // receivers. Off: headers are still checked, payloads are not.
   bool checksum = true;  // (world communicators pass Config::checksum(), default off)
+  // This world's ranks on this machine (its processes with this boot id, in
+  // any network namespace) outnumber the machine's cores: an idle wait
+  // yields the core at every poll (Worker::progress).
+  bool oversubscribed = false;
 };
 
 // A UCX transport: its own ucp_context and ucp_worker (tag matching, endpoints

@@ -56,12 +56,13 @@ Result<Context> Context::create() {
 
 // ---- Worker ------------------------------------------------------------------
 
-Result<Worker> Worker::create(const Context& context) {
+Result<Worker> Worker::create(const Context& context, bool oversubscribed) {
   ucp_worker_params_t params;
   std::memset(&params, 0, sizeof params);
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   Worker worker;
+  worker.idle_spins_ = oversubscribed ? 1 : kIdleSpins;
   RUCCL_TRY(ucx_status(ucp_worker_create(context.get(), &params, worker.handle_.out()),
                        "ucp_worker_create"));
   return worker;
@@ -81,7 +82,7 @@ unsigned Worker::progress() const {
   const unsigned events = ucp_worker_progress(get());
   if (events != 0) {
     idle_ = 0;
-  } else if (++idle_ >= kIdleSpins) {
+  } else if (++idle_ >= idle_spins_) {
     idle_ = 0;
     sched_yield();
   }

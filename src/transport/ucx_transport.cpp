@@ -20,7 +20,7 @@ Result<std::unique_ptr<Transport>> make_ucx_transport(TransportOptions options) 
 Result<std::unique_ptr<Transport>> UcxTransport::create(TransportOptions options) {
   Result<Context> context = Context::create();
   RUCCL_TRY(context);
-  Result<Worker> worker = Worker::create(*context);
+  Result<Worker> worker = Worker::create(*context, options.oversubscribed);
   RUCCL_TRY(worker);
   Result<std::vector<std::byte>> address = worker->address();
   RUCCL_TRY(address);

@@ -512,7 +512,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     std::unique_ptr<node::Mailbox> box;
     if (config.intra_node_shared_memory() && topo.nodes == 1 && members.size() >= 2) {
       auto shared = share_node_memory(boot, 1, members.size(), config, rounds.first_record.tag,
-                                      links_->abort_flag.get());
+                                      links_->abort_flag.get(),
+                                      mailbox_ != nullptr && mailbox_->oversubscribed());
       if (!shared) release_slot(0, slot.value());
       RUCCL_TRY(shared);
       box = std::move(shared.value().mailbox);

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@
 #include "core/catch_to_status.hpp"
 #include "core/fault.hpp"
 #include "core/log.hpp"
+#include "core/yield_window.hpp"
 #include "node/mailbox.hpp"
 #include "transport/transport.hpp"
 #include "transport/transport_run.hpp"  // choose_memory_path
@@ -128,29 +130,54 @@ Status draw_token(transport::JobToken& token) {
   return Status::ok();
 }
 
-// Step 1's payload: the settings, the token (process 0 only), the hostname.
+// This machine, as every process on it reads it in any namespace: the first
+// 16 hex digits of the kernel's boot id (0 where it cannot be read). Hosts
+// made of network namespaces (tests/multinode) share it, and the cores.
+std::uint64_t machine_id() {
+  std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f == nullptr) return 0;
+  char text[64] = {};
+  const bool read = std::fgets(text, sizeof text, f) != nullptr;
+  std::fclose(f);
+  std::uint64_t id = 0;
+  int digits = 0;
+  for (const char* c = text; read && *c != '\0' && digits < 16; ++c) {
+    const int v = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
+    if (v < 0) continue;  // the dashes
+    id = id << 4 | static_cast<std::uint64_t>(v);
+    ++digits;
+  }
+  return digits == 16 ? id : 0;
+}
+
+// Step 1's payload: the settings, the token (process 0 only), the machine
+// (machine_id), the hostname.
 std::vector<std::byte> pack_settings(const std::vector<Setting>& settings,
-                                     const transport::JobToken* token, const std::string& host) {
+                                     const transport::JobToken* token, std::uint64_t machine,
+                                     const std::string& host) {
   std::vector<std::byte> out;
   put_u64(out, settings.size());
   for (const Setting& s : settings) put_u64(out, s.value);
   const auto* t = token ? reinterpret_cast<const std::byte*>(token->data()) : nullptr;
   put_u64(out, token ? token->size() : 0);
   if (t) out.insert(out.end(), t, t + token->size());
+  put_u64(out, machine);
   const auto* h = reinterpret_cast<const std::byte*>(host.data());
   out.insert(out.end(), h, h + host.size());
   return out;
 }
 
 // Step 1's comparison: every process reads the same payloads, so all return
-// the same Status; fills `token` from process 0's.
+// the same Status; fills `token` from process 0's and machines[p] with
+// process p's machine_id.
 Status compare_settings(const bootstrap::Blobs& payloads, const std::vector<Setting>& mine,
-                        transport::JobToken& token) {
+                        transport::JobToken& token, std::vector<std::uint64_t>& machines) {
   const std::string step = "creation (agree on devices and config): ";
   struct Peer {
     std::vector<std::uint64_t> values;
     std::string host;
   };
+  machines.assign(payloads.size(), 0);
   std::vector<Peer> peers(payloads.size());
   for (std::size_t p = 0; p < payloads.size(); ++p) {
     const std::span<const std::byte> in(payloads[p]);
@@ -164,12 +191,13 @@ Status compare_settings(const bootstrap::Blobs& payloads, const std::vector<Sett
     }
     ok = ok && get_u64(in, at, token_bytes) && (token_bytes == 0 || token_bytes == token.size()) &&
          token_bytes <= in.size() - at && (p == 0) == (token_bytes == token.size());
+    if (ok && p == 0) std::memcpy(token.data(), in.data() + at, token.size());
+    if (ok) at += static_cast<std::size_t>(token_bytes);
+    ok = ok && get_u64(in, at, machines[p]);
     if (!ok)
       return Status(ErrorCode::kProtocolError, step + "process " + std::to_string(p) +
                                                    " sent a malformed record of " +
                                                    std::to_string(in.size()) + " bytes");
-    if (p == 0) std::memcpy(token.data(), in.data() + at, token.size());
-    at += static_cast<std::size_t>(token_bytes);
     peers[p].host.assign(reinterpret_cast<const char*>(in.data()) + at, in.size() - at);
   }
   for (std::size_t i = 0; i < mine.size(); ++i)
@@ -295,7 +323,8 @@ node::Tag segment_tag(const transport::JobToken& token, std::size_t first_proces
 Result<world::NodeMemory> world::share_node_memory(bootstrap::Bootstrap& boot,
                                                    std::size_t per_process, std::size_t world,
                                                    const Config& config, const node::Tag& tag,
-                                                   const std::atomic<bool>* abort) {
+                                                   const std::atomic<bool>* abort,
+                                                   bool oversubscribed) {
   const bootstrap::Topology& topo = boot.topology();
   NodeMemory out;
   std::unique_ptr<node::Mailbox>& mailbox = out.mailbox;
@@ -369,6 +398,7 @@ Result<world::NodeMemory> world::share_node_memory(bootstrap::Bootstrap& boot,
     auto box = node::Mailbox::attach(std::move(seg), shape, tag, topo.local_process, abort);
     RUCCL_TRY(box);
     mailbox = std::make_unique<node::Mailbox>(std::move(box).value());
+    mailbox->set_oversubscribed(oversubscribed);
     return Status::ok();
   });
   // Each process says whether its node's segment carries channels.
@@ -425,14 +455,28 @@ class Creation {
       if (topo_.process == 0) RUCCL_TRY(draw_token(token_));
       return Status::ok();
     });
-    const auto payload =
-        pack_settings(settings, topo_.process == 0 && local ? &token_ : nullptr, topo_.hostname);
+    const std::uint64_t machine = machine_id();
+    const auto payload = pack_settings(settings, topo_.process == 0 && local ? &token_ : nullptr,
+                                       machine, topo_.hostname);
     auto agreed =
         bootstrap::agree_outcome(*boot_, local, payload, "creation (agree on devices and config)",
                                  bootstrap::Wait::within(local ? config_.timeout()
                                                                : boot_->timeout()));
     RUCCL_TRY(agreed);
-    return compare_settings(agreed.value(), settings, token_);
+    std::vector<std::uint64_t> machines;
+    RUCCL_TRY(compare_settings(agreed.value(), settings, token_, machines));
+    // The world's ranks on this machine: its processes with this machine's
+    // id (by node where an id could not be read).
+    std::size_t here = 0;
+    for (std::size_t p = 0; p < machines.size(); ++p) {
+      const bool known = machine != 0 && machines[p] != 0;
+      if (known ? machines[p] == machine
+                : p < topo_.node_of_process.size() && topo_.node_of_process[p] == topo_.node)
+        ++here;
+    }
+    machine_ranks_ = here * per_process_;
+    oversubscribed_ = core::outnumber_cores(machine_ranks_);
+    return Status::ok();
   }
 
   // 2. Open the transports; exchange their addresses.
@@ -444,6 +488,7 @@ class Creation {
       options.abort = abort_flag_.get();
       options.token = token_;
       options.checksum = config_.checksum();
+      options.oversubscribed = oversubscribed_;
       if (config_.intra_node_shared_memory())
         for (std::size_t peer = 0; peer < world_; ++peer)
           options.unwatched_peers.push_back(topo_.node_of_process[peer / per_process_] ==
@@ -494,7 +539,7 @@ class Creation {
     if (!config_.intra_node_shared_memory()) return Status::ok();
     auto box = world::share_node_memory(*boot_, per_process_, world_, config_,
                                         segment_tag(token_, topo_.process - topo_.local_process),
-                                        abort_flag_.get());
+                                        abort_flag_.get(), oversubscribed_);
     RUCCL_TRY(box);
     mailbox_ = std::move(box.value().mailbox);
     node_level_ = box.value().node_level;
@@ -510,8 +555,11 @@ class Creation {
                "world of " + std::to_string(world_) + " ranks: " + std::to_string(topo_.processes) +
                    " processes x " + std::to_string(per_process_) + " devices on " +
                    std::to_string(topo_.nodes) + " nodes; this process is " +
-                   std::to_string(topo_.process) + " on node " + std::to_string(topo_.node) +
-                   "; strategy " + std::string(global_strategy_name(config_.global_strategy())));
+                   std::to_string(topo_.process) + " on node " + std::to_string(topo_.node) + "; " +
+                   std::to_string(machine_ranks_) + " ranks on this machine (" +
+                   std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " cores" +
+                   (oversubscribed_ ? ", oversubscribed" : "") + "); strategy " +
+                   std::string(global_strategy_name(config_.global_strategy())));
     logger.log(LogLevel::kInfo, first_,
                mailbox_ ? "node shared memory: a segment of " +
                               std::to_string(node::segment_bytes(mailbox_->shape())) +
@@ -567,6 +615,9 @@ class Creation {
   const std::size_t per_process_;
   const std::size_t world_;
   const std::size_t first_;  // global rank of devices_[0]
+  // Step 1: the world's ranks on this machine, and whether they outnumber its cores.
+  std::size_t machine_ranks_ = 0;
+  bool oversubscribed_ = false;
   transport::JobToken token_{};
   std::unique_ptr<std::atomic<bool>> abort_flag_ = std::make_unique<std::atomic<bool>>(false);
   std::vector<std::unique_ptr<transport::Transport>> transports_;

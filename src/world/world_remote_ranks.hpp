@@ -37,6 +37,8 @@ std::unique_ptr<core::RemoteRanks> make_world_remote_ranks(
 // timeout). Null: nothing to share (one process on the node, namespaces
 // differ). `tag` marks the segment as this world's; `abort` outlives it.
 // Every process of `boot` takes part, whatever its node decided.
+// `oversubscribed`: the world's ranks on this machine outnumber its cores
+// (Mailbox::set_oversubscribed; the same on every process of the node).
 struct NodeMemory {
   std::unique_ptr<node::Mailbox> mailbox;
   // Every process of `boot` is on one of several nodes with as many processes
@@ -45,6 +47,6 @@ struct NodeMemory {
 };
 Result<NodeMemory> share_node_memory(bootstrap::Bootstrap& boot, std::size_t per_process,
                                      std::size_t world, const Config& config, const node::Tag& tag,
-                                     const std::atomic<bool>* abort);
+                                     const std::atomic<bool>* abort, bool oversubscribed);
 
 }  // namespace ruccl::world

@@ -43,10 +43,17 @@ elapsed() { awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%6.2fs", a - b
 lab_up "$hosts"
 echo "[$(elapsed)] lab up: $hosts hosts ($RUCCL_NETNS_NAME-h1..h$hosts, $RUCCL_NETNS_SUBNET.0/24)"
 
-# check_lanes LOG WORLD PER_HOST: the lanes lines of one run: world x world
-# lines, all nodes seen, every inter-node line names only tcp/eth0 lanes.
+# check_lanes LOG WORLD PER_HOST PROCS: the lanes lines of one run: world x world
+# lines, all nodes seen, every inter-node line names only tcp/eth0 lanes;
+# every process's world line counts the whole world on this machine.
 check_lanes() {
-  awk -v world="$2" -v per_host="$3" -v hosts="$hosts" '
+  awk -v world="$2" -v per_host="$3" -v procs="$4" -v hosts="$hosts" '
+    # The simulated hosts share this machine: every process counts the
+    # whole world on it (the machine id read through every namespace).
+    / INFO world of / {
+      worlds++
+      if ($0 !~ ("; " world " ranks on this machine \\(")) { print "machine count not " world ": " $0; bad++ }
+    }
     / INFO lanes: rank / {
       if (!match($0, /rank [0-9]+ \(node [0-9]+\) -> rank [0-9]+ \(node [0-9]+\): /)) { print "unparsed: " $0; bad++; next }
       split(substr($0, RSTART, RLENGTH), f, /[ ()]+/)        # rank a node x -> rank b node y:
@@ -100,7 +107,7 @@ for c in "${cases[@]}"; do
   echo "[$(elapsed)] $name: rc=$rc ${summary:-no summary line}"
   ok=1
   [ "$rc" = 0 ] && grep -q "^mpi_all_reduce: $world ranks .*PASSED" "$log" || ok=0
-  check_lanes "$log" "$world" "$((ppn * dev))" || ok=0
+  check_lanes "$log" "$world" "$((ppn * dev))" "$((hosts * ppn))" || ok=0
   if [ $ok = 0 ]; then
     failed=$((failed + 1))
     echo "---- $log"; tail -n 60 "$log"; echo "----"
