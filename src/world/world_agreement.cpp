@@ -28,6 +28,7 @@
 #include "ring/schedule.hpp"
 #include "ring/transfer.hpp"
 #include "transport/transport_run.hpp"
+#include "world/bundle_codec.hpp"
 #include "world/delivered_run.hpp"
 #include "world/faulty_transport.hpp"
 #include "world/fingerprint_codec.hpp"
@@ -376,6 +377,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         world_(world),
         nodes_(nodes),
         node_level_(node_level && mailbox_ != nullptr && nodes > 1),
+        node_aware_(config.global_strategy() == GlobalStrategy::kHierarchical),
         direct_all_(config.node_single_copy()),
         direct_copy_bytes_(config.node_direct_bytes()),
         lean_direct_bytes_(config.lean_direct_bytes()),
@@ -523,6 +525,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
 
   // Receives take any message up to what one message holds (kMaxUpToBytes).
   // On the node: what a mailbox slot holds beside the record.
+  // (Across nodes in bundles the same: a node slot holds as much.)
   std::size_t fused_capacity() const override {
     if (node_agreement()) return mailbox_->shape().slot_bytes - record_bytes_;
     return record_bytes_ < transport::kMaxUpToBytes ? transport::kMaxUpToBytes - record_bytes_ : 0;
@@ -554,6 +557,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     if (payload > 0) std::memcpy(os.out.data() + os.words, request.in.data, payload);
     os.msg.assign(world_, {});
     const Status sent = node_agreement() ? exchange_on_node(local, seq, record + payload, timeout)
+                        : bundles()      ? exchange_by_node(local, seq, record + payload, timeout)
                                          : exchange_over_ucx(local, seq, record + payload, timeout);
     if (!sent)
       return sent.with_context(core::describe(seq, request.kind) + ": agreement (fingerprints)");
@@ -1320,6 +1324,125 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     return Status::ok();
   }
 
+  // Across nodes that each share memory between their processes (a node
+  // level, as many ranks on every node), the hierarchical strategy's
+  // agreement: the messages of a node's ranks meet in its mailboxes, and node
+  // rank i sends them, bundled, to node rank i of every other node and
+  // receives that node's bundle (2 nodes x 2 ranks: 4 messages over UCX
+  // instead of 12, none between ranks of one node).
+  bool bundles() const {
+    return mailbox_ != nullptr && nodes_ >= 2 && node_level_ && node_aware_ &&
+           mailbox_->shape().ranks >= 2 && world_ == mailbox_->shape().ranks * nodes_;
+  }
+
+  // The bundle (world/bundle_codec.hpp) travels behind a word with its size
+  // in bytes: its first kMaxUpToBytes in one message, which a receive of up to
+  // that much takes whatever the sender's inputs; the rest, if any, in a
+  // second round of its exact size (a 4 KiB all-reduce's inputs on 2 ranks a
+  // node: two rounds instead of the 3 messages of the flat agreement).
+  Status exchange_by_node(std::size_t local, std::uint64_t seq, std::size_t bytes,
+                          std::chrono::milliseconds timeout) {
+    OneShot& os = one_shot_[local];
+    node::Mailbox& box = *mailbox_;
+    const std::size_t me = first_ + local, base = box.shape().first, ranks = box.shape().ranks;
+    const std::size_t i = me - base, node = base / ranks;
+    constexpr std::size_t kPart = transport::kMaxUpToBytes;  // a multiple of 8
+    const auto deadline = Clock::now() + timeout;
+    const auto fail = [&](Status s) {
+      failed(local, seq, s);  // the node and the other nodes hear of it
+      return s;
+    };
+    const std::span<std::byte> slot = box.slot(i, seq, node::Lane::kFull);
+    if (bytes > slot.size())
+      return Status(ErrorCode::kInternal, "a message of " + std::to_string(bytes) +
+                                              " bytes for a node slot of " +
+                                              std::to_string(slot.size()));
+    std::memcpy(slot.data(), os.out.data(), bytes);
+    box.publish(i, seq, bytes, node::Lane::kFull);
+    std::vector<std::uint64_t>& bundle = os.bundle;
+    bundle.assign(1, 0);
+    for (std::size_t j = 0; j < ranks; ++j) {
+      std::span<const std::byte> m(reinterpret_cast<const std::byte*>(os.out.data()), bytes);
+      if (base + j != me) {
+        auto got = box.wait(i, j, seq, deadline, node::Lane::kFull);  // at most a slot
+        if (!got) return fail(got.status());
+        m = got.value().bytes;
+        os.msg[base + j] = m;
+      }
+      bundle_append(bundle, m);
+    }
+    bundle[0] = (bundle.size() - 1) * 8;
+    const std::size_t mine = bundle.size() * 8;
+    // A bundle holds at most a slot's worth per rank.
+    const std::size_t most = ranks * bundle_entry_bytes(box.shape().slot_bytes);
+    const auto tag = [&](std::size_t from, std::uint32_t part) {
+      return transport::make_tag({kControlComm, seq, part, static_cast<std::uint32_t>(from), 0});
+    };
+    const auto partner_of = [&](std::size_t k) { return k * ranks + i; };
+    os.in.resize(world_);
+    os.got.assign(world_, 0);
+    os.sends.clear();
+    os.recvs.clear();
+    for (std::size_t k = 0; k < nodes_; ++k) {
+      if (k == node) continue;
+      const std::size_t partner = partner_of(k);
+      os.in[partner].resize(kPart / 8);
+      os.sends.push_back({partner, bundle.data(), std::min(mine, kPart), tag(me, 0), seq});
+      os.recvs.push_back(
+          {partner, os.in[partner].data(), kPart, tag(partner, 0), seq, &os.got[partner]});
+    }
+    const auto exchange = [&]() -> Status {
+      if (Status s = transports_[local]->exchange(os.sends, os.recvs, deadline); !s) {
+        box.notify(i, seq, s);  // (the transport told the other nodes)
+        return s;
+      }
+      return Status::ok();
+    };
+    RUCCL_TRY(exchange());
+    // Each bundle's size, checked against what came and what a bundle holds;
+    // the second parts, where a bundle is larger than one message.
+    os.sends.clear();
+    os.recvs.clear();
+    if (mine > kPart)
+      for (std::size_t k = 0; k < nodes_; ++k)
+        if (k != node)
+          os.sends.push_back(
+              {partner_of(k), bundle.data() + kPart / 8, mine - kPart, tag(me, 1), seq});
+    for (std::size_t k = 0; k < nodes_; ++k) {
+      if (k == node) continue;
+      const std::size_t partner = partner_of(k);
+      const std::size_t got = std::min(os.got[partner], kPart);
+      const std::uint64_t total = got >= 8 ? os.in[partner][0] : 0;
+      if (got < 8 || total > most || total % 8 != 0 ||
+          (total + 8 <= kPart ? got != total + 8 : got != kPart))
+        return fail(Status(ErrorCode::kProtocolError,
+                           "collective #" + std::to_string(seq) + ": the bundle of node " +
+                               std::to_string(k) + " from rank " + std::to_string(partner) +
+                               " says " + std::to_string(total) + " bytes in a message of " +
+                               std::to_string(got) + " (at most " + std::to_string(most) + ")"));
+      os.got[partner] = static_cast<std::size_t>(total) + 8;
+      if (total + 8 > kPart) {
+        os.in[partner].resize((total + 8) / 8);
+        os.recvs.push_back({partner, os.in[partner].data() + kPart / 8,
+                            static_cast<std::size_t>(total) + 8 - kPart, tag(partner, 1), seq});
+      }
+    }
+    if (!os.sends.empty() || !os.recvs.empty()) RUCCL_TRY(exchange());
+    for (std::size_t k = 0; k < nodes_; ++k) {
+      if (k == node) continue;
+      const std::size_t partner = partner_of(k);
+      Status parsed =
+          bundle_parse(std::span(reinterpret_cast<const std::byte*>(os.in[partner].data() + 1),
+                                 os.got[partner] - 8),
+                       k * ranks, ranks, os.msg);
+      if (!parsed)
+        return fail(parsed.with_context("collective #" + std::to_string(seq) +
+                                        ": the bundle of node " + std::to_string(k) +
+                                        " from rank " + std::to_string(partner)));
+    }
+    return Status::ok();
+  }
+
   // The same through the node's mailboxes: this rank's slot, then every
   // other rank's, read in place (node/mailbox.hpp). Records always fit a
   // slot, and inputs ride along only within fused_capacity().
@@ -1376,6 +1499,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   const std::size_t nodes_;
   // The hierarchical collectives run a node level (make_world_remote_ranks).
   const bool node_level_;
+  // The hierarchical strategy: the agreement across nodes goes in bundles
+  // (bundles()); the flat ring's stays one message per pair of ranks, for
+  // comparison.
+  const bool node_aware_;
   // Which messages on the node's channels go as addresses (NodeRunOptions).
   const bool direct_all_;
   const std::size_t direct_copy_bytes_;
@@ -1399,6 +1526,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // Each rank's message as received (in `in`, or in place in its node
     // mailbox slot); this rank's own is empty.
     std::vector<std::span<const std::byte>> msg;
+    std::vector<std::uint64_t> bundle;     // this node's messages (exchange_by_node)
     std::vector<transport::SendOp> sends;  // the agreement's messages (scratch)
     std::vector<transport::RecvOp> recvs;
   };

@@ -10,6 +10,11 @@
 #            die; rank 3, its partner in the ring across nodes, sees its
 #            endpoint fail; rank 2 hears of it from them.
 #   exit@1   the same at the second step (the ring across nodes).
+#   mismatch rank 1's count, dtype or op differs in collective #1: the
+#            hierarchical agreement (fingerprints bundled per node) gives every
+#            rank the same typed error.
+#   one-shot a small all-reduce (its inputs in the bundles), rank 1 exits as
+#            #5 starts: every survivor reports PeerFailure naming it in #5 or #6.
 #   kinds    the same for a loop of all-gathers, reduce-scatters, broadcasts
 #            and reduces (RUCCL_FAULT_KIND), level by level too (see below).
 # In both exit cases every survivor must report PeerFailure in #5 naming rank 1,
@@ -78,6 +83,47 @@ done
 [ $rc -eq 0 ] || fail "soak: exited $rc"
 echo "soak 40 on 2 hosts x 2 processes: rc $rc after $(($(now_ms) - t0)) ms"
 [ $failed -eq 0 ] || show "$work/soak"
+
+# The hierarchical agreement across nodes (node rank i sends its node's
+# fingerprints, bundled, to node rank i of the other node): rank 1 deviates
+# in collective #1, and every rank must report the same typed error.
+for case in count:ShapeMismatch dtype:DtypeMismatch op:OpMismatch; do
+  what=${case%%:*} want=${case#*:} rc=0 first="" before=$failed
+  job "$work/mismatch-$what" 40 -x RUCCL_TIMEOUT=5 -- "$worker" mismatch "$what" || rc=$?
+  for r in 0 1 2 3; do
+    line=$(result_line "$work/mismatch-$what.out" $r)
+    [ "$(field "$line" status)" = "$want" ] ||
+      fail "mismatch $what: rank $r: ${line:-no RESULT}, expected $want"
+    [ -n "$first" ] || first=$(message "$line")
+    [ "$(message "$line")" = "$first" ] || fail "mismatch $what: rank $r's message differs from rank 0's"
+  done
+  [ $rc -eq 0 ] || fail "mismatch $what: exited $rc"
+  echo "mismatch $what on 2 hosts x 2 processes: $want \"${first:0:120}\""
+  [ $failed -eq $before ] || show "$work/mismatch-$what"
+done
+
+# A small all-reduce (one-shot: its inputs ride in the bundles): rank 1 exits
+# as #5's step starts; a survivor that had every input completes #5, and
+# every one must fail #5 or #6 naming rank 1 (its node peer sees its process
+# die, its partner across its endpoint fail, rank 2 hears of it).
+log=$work/one-shot rc=0 before=$failed
+t0=$(now_ms)
+faulty_job "$log" 3 12 --enable-recovery --mca orte_abort_on_non_zero_status 0 \
+  -x RUCCL_TIMEOUT=10 -x RUCCL_FAULT="exit:rank=1,seq=5,step=0" -x RUCCL_DEBUG=TRACE -- \
+  "$worker" allreduce-loop 20 16 || rc=$?
+echo "one-shot exit of rank 1: job rc $rc after $(($(now_ms) - t0)) ms"
+grep -q "(one_shot) done" "$log.err" || fail "one-shot: no rank ran the one-shot"
+for r in 0 2 3; do
+  line=$(result_line "$log.out" $r)
+  [ -n "$line" ] || { fail "one-shot: rank $r printed no RESULT"; continue; }
+  status=$(field "$line" status) ms=$(field "$line" ms) seq=$(field "$line" seq) msg=$(message "$line")
+  echo "one-shot: rank $r: $status in #$seq after ${ms} ms: ${msg:0:160}"
+  [ "$status" = PeerFailure ] || fail "one-shot: rank $r: status $status, expected PeerFailure"
+  [ "$seq" = 5 ] || [ "$seq" = 6 ] || fail "one-shot: rank $r: failed in #$seq, expected #5 or #6"
+  grep -Eq "rank 1([^0-9]|\$)" <<<"$msg" || fail "one-shot: rank $r: the message does not name rank 1"
+  [ "$ms" -le $bound_ms ] || fail "one-shot: rank $r: the error came ${ms} ms after its last collective"
+done
+[ $failed -eq $before ] || show "$log"
 
 for step in 0 1; do
   log=$work/exit$step rc=0

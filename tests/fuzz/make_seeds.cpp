@@ -1,6 +1,7 @@
 // Writes the seed corpus: valid messages and fingerprints the fuzzers mutate.
 //   ruccl_fuzz_seeds <corpus dir>   (writes <dir>/fuzz_wire_header/*, <dir>/fuzz_fingerprint/*,
-//                                    <dir>/fuzz_agree/*, <dir>/fuzz_lean/*)
+//                                    <dir>/fuzz_agree/*, <dir>/fuzz_lean/*,
+//                                    <dir>/fuzz_bundle/*)
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "fuzz_common.hpp"
+#include "world/bundle_codec.hpp"
 #include "world/fingerprint_codec.hpp"
 #include "world/lean_codec.hpp"
 
@@ -56,6 +58,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(root / "fuzz_fingerprint");
   std::filesystem::create_directories(root / "fuzz_agree");
   std::filesystem::create_directories(root / "fuzz_lean");
+  std::filesystem::create_directories(root / "fuzz_bundle");
 
   // Headers: with payloads of 0, 5 and 64 bytes, each with and without the
   // repair bit.
@@ -159,6 +162,21 @@ int main(int argc, char** argv) {
                 ("all_reduce_w" + std::to_string(world) + (two_dims ? "_2d" : "_1d")),
             bytes.data(), bytes.size());
     }
+  }
+  // Another node's bundles, as fuzz_bundle reads them: 2 and 3 ranks (from
+  // rank 2, 3) with messages of 0, 5 and 24 bytes.
+  for (const std::size_t ranks : {std::size_t{2}, std::size_t{3}}) {
+    std::vector<std::uint64_t> bundle;
+    const std::size_t lengths[3] = {5, 24, 0};
+    for (std::size_t j = 0; j < ranks; ++j) {
+      std::vector<std::byte> m(lengths[j]);
+      for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<std::byte>(j * 16 + i);
+      world::bundle_append(bundle, m);
+    }
+    std::vector<std::uint8_t> bytes = {static_cast<std::uint8_t>(ranks + 9 * ranks)};
+    const auto* p = reinterpret_cast<const std::uint8_t*>(bundle.data());
+    bytes.insert(bytes.end(), p, p + bundle.size() * 8);
+    write(root / "fuzz_bundle" / ("ranks" + std::to_string(ranks)), bytes.data(), bytes.size());
   }
   return 0;
 }

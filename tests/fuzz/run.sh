@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets with clang and runs each for SECONDS (default 60)
-# over a copy of the kept seeds, all four at once (sharing the cores: the wall
+# over a copy of the kept seeds, all at once (sharing the cores: the wall
 # time stays SECONDS). Exits non-zero
 # on any crash or sanitizer report; the reproducer is kept under $BUILD/crashes.
 #   tests/fuzz/run.sh [BUILD_DIR] [SECONDS]
@@ -11,7 +11,7 @@ seconds=${2:-60}
 CXX=${RUCCL_FUZZ_CXX:-clang++} cmake -S "$here" -B "$build" -G Ninja >/dev/null
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)"
 mkdir -p "$build/crashes"
-targets="fuzz_wire_header fuzz_fingerprint fuzz_agree fuzz_lean"
+targets="fuzz_wire_header fuzz_fingerprint fuzz_agree fuzz_lean fuzz_bundle"
 pids=()
 for target in $targets; do
   work="$build/corpus/$target"
