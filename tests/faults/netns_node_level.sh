@@ -70,6 +70,21 @@ faulty_job() {
   return $rc
 }
 
+# survivor LABEL LOG RANK VICTIM SEQS: rank RANK's RESULT in LOG.out must be
+# PeerFailure in one of collectives SEQS naming rank VICTIM, within bound_ms
+# of its last good collective.
+survivor() {
+  local label=$1 log=$2 r=$3 victim=$4 seqs=$5 line status ms seq msg
+  line=$(result_line "$log.out" "$r")
+  [ -n "$line" ] || { fail "$label: rank $r printed no RESULT"; return; }
+  status=$(field "$line" status) ms=$(field "$line" ms) seq=$(field "$line" seq) msg=$(message "$line")
+  echo "$label: rank $r: $status in #$seq after ${ms} ms: ${msg:0:160}"
+  [ "$status" = PeerFailure ] || fail "$label: rank $r: status $status, expected PeerFailure"
+  [[ " $seqs " == *" $seq "* ]] || fail "$label: rank $r: failed in collective #$seq, expected #${seqs// / or #}"
+  grep -Eq "rank $victim([^0-9]|\$)" <<<"$msg" || fail "$label: rank $r: the message does not name rank $victim"
+  [ "$ms" -le $bound_ms ] || fail "$label: rank $r: the error came ${ms} ms after its last collective"
+}
+
 rc=0
 t0=$(now_ms)
 job "$work/soak" 90 -x RUCCL_TIMEOUT=20 -x RUCCL_CHECKSUM=1 -- "$worker" soak 40 || rc=$?
@@ -113,16 +128,7 @@ faulty_job "$log" 3 12 --enable-recovery --mca orte_abort_on_non_zero_status 0 \
   "$worker" allreduce-loop 20 16 || rc=$?
 echo "one-shot exit of rank 1: job rc $rc after $(($(now_ms) - t0)) ms"
 grep -q "(one_shot) done" "$log.err" || fail "one-shot: no rank ran the one-shot"
-for r in 0 2 3; do
-  line=$(result_line "$log.out" $r)
-  [ -n "$line" ] || { fail "one-shot: rank $r printed no RESULT"; continue; }
-  status=$(field "$line" status) ms=$(field "$line" ms) seq=$(field "$line" seq) msg=$(message "$line")
-  echo "one-shot: rank $r: $status in #$seq after ${ms} ms: ${msg:0:160}"
-  [ "$status" = PeerFailure ] || fail "one-shot: rank $r: status $status, expected PeerFailure"
-  [ "$seq" = 5 ] || [ "$seq" = 6 ] || fail "one-shot: rank $r: failed in #$seq, expected #5 or #6"
-  grep -Eq "rank 1([^0-9]|\$)" <<<"$msg" || fail "one-shot: rank $r: the message does not name rank 1"
-  [ "$ms" -le $bound_ms ] || fail "one-shot: rank $r: the error came ${ms} ms after its last collective"
-done
+for r in 0 2 3; do survivor one-shot "$log" $r 1 "5 6"; done
 [ $failed -eq $before ] || show "$log"
 
 for step in 0 1; do
@@ -135,16 +141,7 @@ for step in 0 1; do
   grep -q "node level through the node's shared memory (2 processes)" "$log.err" ||
     fail "exit@$step: no rank ran the node level"
   before=$failed
-  for r in 0 2 3; do
-    line=$(result_line "$log.out" $r)
-    [ -n "$line" ] || { fail "exit@$step: rank $r printed no RESULT"; continue; }
-    status=$(field "$line" status) ms=$(field "$line" ms) seq=$(field "$line" seq) msg=$(message "$line")
-    echo "exit@$step: rank $r: $status in #$seq after ${ms} ms: ${msg:0:160}"
-    [ "$status" = PeerFailure ] || fail "exit@$step: rank $r: status $status, expected PeerFailure"
-    [ "$seq" = 5 ] || fail "exit@$step: rank $r: failed in collective #$seq, expected #5"
-    grep -Eq "rank 1([^0-9]|\$)" <<<"$msg" || fail "exit@$step: rank $r: the message does not name rank 1"
-    [ "$ms" -le $bound_ms ] || fail "exit@$step: rank $r: the error came ${ms} ms after its last collective"
-  done
+  for r in 0 2 3; do survivor "exit@$step" "$log" $r 1 5; done
   [ $failed -eq $before ] || show "$log"
 done
 # The other collectives level by level (node level, then across; ring/
@@ -168,15 +165,7 @@ for kind in all_gather reduce_scatter broadcast reduce; do
     fail "$kind: no rank ran the node level"
   before=$failed
   for r in 0 1 2 3; do
-    [ $r -eq $victim ] && continue
-    line=$(result_line "$log.out" $r)
-    [ -n "$line" ] || { fail "$kind: rank $r printed no RESULT"; continue; }
-    status=$(field "$line" status) ms=$(field "$line" ms) seq=$(field "$line" seq) msg=$(message "$line")
-    echo "$kind: rank $r: $status in #$seq after ${ms} ms: ${msg:0:160}"
-    [ "$status" = PeerFailure ] || fail "$kind: rank $r: status $status, expected PeerFailure"
-    [[ " $seqs " == *" $seq "* ]] || fail "$kind: rank $r: failed in collective #$seq, expected #${seqs// / or #}"
-    grep -Eq "rank $victim([^0-9]|\$)" <<<"$msg" || fail "$kind: rank $r: the message does not name rank $victim"
-    [ "$ms" -le $bound_ms ] || fail "$kind: rank $r: the error came ${ms} ms after its last collective"
+    [ $r -eq $victim ] || survivor "$kind" "$log" $r $victim "$seqs"
   done
   [ $failed -eq $before ] || show "$log"
 done
