@@ -1336,10 +1336,11 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   }
 
   // The bundle (world/bundle_codec.hpp) travels behind a word with its size
-  // in bytes: its first kMaxUpToBytes in one message, which a receive of up to
-  // that much takes whatever the sender's inputs; the rest, if any, in a
-  // second round of its exact size (a 4 KiB all-reduce's inputs on 2 ranks a
-  // node: two rounds instead of the 3 messages of the flat agreement).
+  // in bytes, in two messages of at most kMaxUpToBytes each (receives of up
+  // to that much take them whatever the sender's inputs; the second is empty
+  // where the first holds it all): a 4 KiB all-reduce's inputs on 2 ranks a
+  // node fit, in one round. What exceeds both goes in a second round of its
+  // exact size.
   Status exchange_by_node(std::size_t local, std::uint64_t seq, std::size_t bytes,
                           std::chrono::milliseconds timeout) {
     OneShot& os = one_shot_[local];
@@ -1383,13 +1384,19 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     os.got.assign(world_, 0);
     os.sends.clear();
     os.recvs.clear();
+    os.got_second.assign(world_, 0);
+    const std::size_t first_part = std::min(mine, kPart);
+    const std::size_t second_part = std::min(mine - first_part, kPart);
     for (std::size_t k = 0; k < nodes_; ++k) {
       if (k == node) continue;
       const std::size_t partner = partner_of(k);
-      os.in[partner].resize(kPart / 8);
-      os.sends.push_back({partner, bundle.data(), std::min(mine, kPart), tag(me, 0), seq});
+      os.in[partner].resize(2 * kPart / 8);
+      os.sends.push_back({partner, bundle.data(), first_part, tag(me, 0), seq});
+      os.sends.push_back({partner, bundle.data() + first_part / 8, second_part, tag(me, 1), seq});
       os.recvs.push_back(
           {partner, os.in[partner].data(), kPart, tag(partner, 0), seq, &os.got[partner]});
+      os.recvs.push_back({partner, os.in[partner].data() + kPart / 8, kPart, tag(partner, 1), seq,
+                          &os.got_second[partner]});
     }
     const auto exchange = [&]() -> Status {
       if (Status s = transports_[local]->exchange(os.sends, os.recvs, deadline); !s) {
@@ -1400,31 +1407,34 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     };
     RUCCL_TRY(exchange());
     // Each bundle's size, checked against what came and what a bundle holds;
-    // the second parts, where a bundle is larger than one message.
+    // the rest, where a bundle is larger than two messages.
     os.sends.clear();
     os.recvs.clear();
-    if (mine > kPart)
+    if (mine > 2 * kPart)
       for (std::size_t k = 0; k < nodes_; ++k)
         if (k != node)
           os.sends.push_back(
-              {partner_of(k), bundle.data() + kPart / 8, mine - kPart, tag(me, 1), seq});
+              {partner_of(k), bundle.data() + 2 * kPart / 8, mine - 2 * kPart, tag(me, 2), seq});
     for (std::size_t k = 0; k < nodes_; ++k) {
       if (k == node) continue;
       const std::size_t partner = partner_of(k);
       const std::size_t got = std::min(os.got[partner], kPart);
+      const std::size_t second = std::min(os.got_second[partner], kPart);
       const std::uint64_t total = got >= 8 ? os.in[partner][0] : 0;
-      if (got < 8 || total > most || total % 8 != 0 ||
-          (total + 8 <= kPart ? got != total + 8 : got != kPart))
+      const std::size_t whole = static_cast<std::size_t>(std::min<std::uint64_t>(total, most)) + 8;
+      if (got < 8 || total > most || total % 8 != 0 || got != std::min(whole, kPart) ||
+          second != std::min(whole - got, kPart))
         return fail(Status(ErrorCode::kProtocolError,
                            "collective #" + std::to_string(seq) + ": the bundle of node " +
                                std::to_string(k) + " from rank " + std::to_string(partner) +
-                               " says " + std::to_string(total) + " bytes in a message of " +
-                               std::to_string(got) + " (at most " + std::to_string(most) + ")"));
-      os.got[partner] = static_cast<std::size_t>(total) + 8;
-      if (total + 8 > kPart) {
-        os.in[partner].resize((total + 8) / 8);
-        os.recvs.push_back({partner, os.in[partner].data() + kPart / 8,
-                            static_cast<std::size_t>(total) + 8 - kPart, tag(partner, 1), seq});
+                               " says " + std::to_string(total) + " bytes in messages of " +
+                               std::to_string(got) + " and " + std::to_string(second) +
+                               " (at most " + std::to_string(most) + ")"));
+      os.got[partner] = whole;
+      if (whole > 2 * kPart) {
+        os.in[partner].resize(whole / 8);
+        os.recvs.push_back({partner, os.in[partner].data() + 2 * kPart / 8, whole - 2 * kPart,
+                            tag(partner, 2), seq});
       }
     }
     if (!os.sends.empty() || !os.recvs.empty()) RUCCL_TRY(exchange());
@@ -1527,6 +1537,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // mailbox slot); this rank's own is empty.
     std::vector<std::span<const std::byte>> msg;
     std::vector<std::uint64_t> bundle;     // this node's messages (exchange_by_node)
+    std::vector<std::size_t> got_second;   // bytes of each bundle's second message
     std::vector<transport::SendOp> sends;  // the agreement's messages (scratch)
     std::vector<transport::RecvOp> recvs;
   };
