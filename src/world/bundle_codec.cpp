@@ -36,9 +36,9 @@ Status bundle_parse(std::span<const std::byte> bytes, std::size_t first, std::si
     at += (static_cast<std::size_t>(length) + 7) / 8 * 8;
   }
   if (at != bytes.size())
-    return Status(ErrorCode::kProtocolError,
-                  "a bundle of " + std::to_string(bytes.size()) + " bytes: " +
-                      std::to_string(bytes.size() - at) + " bytes after the last message");
+    return Status(ErrorCode::kProtocolError, "a bundle of " + std::to_string(bytes.size()) +
+                                                 " bytes: " + std::to_string(bytes.size() - at) +
+                                                 " bytes after the last message");
   at = 0;
   for (std::size_t j = 0; j < ranks; ++j) {
     std::uint64_t length = 0;
