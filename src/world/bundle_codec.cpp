@@ -1,5 +1,7 @@
 #include "world/bundle_codec.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -10,6 +12,29 @@ void bundle_append(std::vector<std::uint64_t>& bundle, std::span<const std::byte
   const std::size_t at = bundle.size();
   bundle.resize(at + (message.size() + 7) / 8, 0);
   if (!message.empty()) std::memcpy(bundle.data() + at, message.data(), message.size());
+}
+
+BundleParts bundle_split(std::size_t bytes, std::size_t part) {
+  BundleParts p;
+  p.first = std::min(bytes, part);
+  p.second = std::min(bytes - p.first, part);
+  p.rest = bytes - p.first - p.second;
+  return p;
+}
+
+Result<std::size_t> bundle_received(std::uint64_t total, std::size_t first, std::size_t second,
+                                    std::size_t most, std::size_t part) {
+  const auto bad = [&] {
+    return Status(ErrorCode::kProtocolError, "a bundle that says " + std::to_string(total) +
+                                                 " bytes in messages of " + std::to_string(first) +
+                                                 " and " + std::to_string(second) + " (at most " +
+                                                 std::to_string(most) + ")");
+  };
+  if (first < 8 || total > most || total % 8 != 0 || most > SIZE_MAX - 8) return bad();
+  const std::size_t whole = static_cast<std::size_t>(total) + 8;
+  const BundleParts want = bundle_split(whole, part);
+  if (first != want.first || second != want.second) return bad();
+  return whole;
 }
 
 Status bundle_parse(std::span<const std::byte> bytes, std::size_t first, std::size_t ranks,

@@ -24,6 +24,23 @@ void bundle_append(std::vector<std::uint64_t>& bundle, std::span<const std::byte
 // Bytes bundle_append adds for a message of `bytes` bytes.
 constexpr std::size_t bundle_entry_bytes(std::size_t bytes) { return 8 + (bytes + 7) / 8 * 8; }
 
+// A bundle travels behind a u64 with its size in bytes, in two messages of
+// at most `part` bytes each (a receive of up to `part` takes either whatever
+// was sent; the second is empty where the first holds it all), and what
+// exceeds both in a third of its exact size. `part` is a multiple of 8.
+struct BundleParts {
+  std::size_t first = 0, second = 0, rest = 0;
+  friend bool operator==(const BundleParts&, const BundleParts&) = default;
+};
+// How `bytes` (the size word included) are cut.
+BundleParts bundle_split(std::size_t bytes, std::size_t part);
+// On arrival (another node's bytes): from the size word `total` and the sizes
+// of the first two messages, the whole bundle's bytes (the size word
+// included); kProtocolError unless `total` is a multiple of 8 of at most
+// `most` and the two messages are what bundle_split cuts of it.
+Result<std::size_t> bundle_received(std::uint64_t total, std::size_t first, std::size_t second,
+                                    std::size_t most, std::size_t part);
+
 // Reads exactly `ranks` messages from `bytes` (another node's bundle: every
 // length is checked against what is left, and nothing may follow the last)
 // into out[first + j], spans into `bytes`. kProtocolError naming the rank

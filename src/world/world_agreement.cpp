@@ -531,7 +531,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     return record_bytes_ < transport::kMaxUpToBytes ? transport::kMaxUpToBytes - record_bytes_ : 0;
   }
 
-  // Every rank sends its fingerprint to every other (one message each), and,
+  // Every rank sends its fingerprint to every other (one message each; across
+  // nodes under the hierarchical strategy bundled per node, exchange_by_node), and,
   // with `send_input`, a small all-reduce's input rides along (choose_algorithm
   // asked for kOneShot): when the plan is agreed and every rank's message
   // carried its input, Plan::one_shot is set, and the collective may run as a
@@ -1328,36 +1329,43 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   // level, as many ranks on every node), the hierarchical strategy's
   // agreement: the messages of a node's ranks meet in its mailboxes, and node
   // rank i sends them, bundled, to node rank i of every other node and
-  // receives that node's bundle (2 nodes x 2 ranks: 4 messages over UCX
-  // instead of 12, none between ranks of one node).
+  // receives that node's bundle (2 nodes x 2 ranks: 4 bundles over UCX, in 8
+  // messages of which 4 are mostly empty, instead of 12 messages; none
+  // between ranks of one node).
   bool bundles() const {
     return mailbox_ != nullptr && nodes_ >= 2 && node_level_ && node_aware_ &&
            mailbox_->shape().ranks >= 2 && world_ == mailbox_->shape().ranks * nodes_;
   }
 
   // The bundle (world/bundle_codec.hpp) travels behind a word with its size
-  // in bytes, in two messages of at most kMaxUpToBytes each (receives of up
-  // to that much take them whatever the sender's inputs; the second is empty
-  // where the first holds it all): a 4 KiB all-reduce's inputs on 2 ranks a
-  // node fit, in one round. What exceeds both goes in a second round of its
-  // exact size.
+  // in bytes, in two messages of at most kMaxUpToBytes each (bundle_split:
+  // receives of up to that much take them whatever the sender's inputs; the
+  // second is empty where the first holds it all): a 4 KiB all-reduce's
+  // inputs on 2 ranks a node fit, in one round. What exceeds both goes in a
+  // second round of its exact size.
   Status exchange_by_node(std::size_t local, std::uint64_t seq, std::size_t bytes,
                           std::chrono::milliseconds timeout) {
     OneShot& os = one_shot_[local];
     node::Mailbox& box = *mailbox_;
     const std::size_t me = first_ + local, base = box.shape().first, ranks = box.shape().ranks;
     const std::size_t i = me - base, node = base / ranks;
-    constexpr std::size_t kPart = transport::kMaxUpToBytes;  // a multiple of 8
+    constexpr std::size_t kPart = transport::kMaxUpToBytes;
+    static_assert(kPart % 8 == 0, "a bundle's messages are cut at whole words");
     const auto deadline = Clock::now() + timeout;
     const auto fail = [&](Status s) {
       failed(local, seq, s);  // the node and the other nodes hear of it
       return s;
     };
+    if (logger_.enabled(LogLevel::kTrace))
+      logger_.log(LogLevel::kTrace, me,
+                  "collective #" + std::to_string(seq) + ": agreement in bundles (node rank " +
+                      std::to_string(i) + " of " + std::to_string(ranks) + " to node rank " +
+                      std::to_string(i) + " of each other node)");
     const std::span<std::byte> slot = box.slot(i, seq, node::Lane::kFull);
     if (bytes > slot.size())
-      return Status(ErrorCode::kInternal, "a message of " + std::to_string(bytes) +
-                                              " bytes for a node slot of " +
-                                              std::to_string(slot.size()));
+      return fail(Status(ErrorCode::kInternal, "a message of " + std::to_string(bytes) +
+                                                   " bytes for a node slot of " +
+                                                   std::to_string(slot.size())));
     std::memcpy(slot.data(), os.out.data(), bytes);
     box.publish(i, seq, bytes, node::Lane::kFull);
     std::vector<std::uint64_t>& bundle = os.bundle;
@@ -1385,14 +1393,13 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     os.sends.clear();
     os.recvs.clear();
     os.got_second.assign(world_, 0);
-    const std::size_t first_part = std::min(mine, kPart);
-    const std::size_t second_part = std::min(mine - first_part, kPart);
+    const BundleParts parts = bundle_split(mine, kPart);
     for (std::size_t k = 0; k < nodes_; ++k) {
       if (k == node) continue;
       const std::size_t partner = partner_of(k);
       os.in[partner].resize(2 * kPart / 8);
-      os.sends.push_back({partner, bundle.data(), first_part, tag(me, 0), seq});
-      os.sends.push_back({partner, bundle.data() + first_part / 8, second_part, tag(me, 1), seq});
+      os.sends.push_back({partner, bundle.data(), parts.first, tag(me, 0), seq});
+      os.sends.push_back({partner, bundle.data() + parts.first / 8, parts.second, tag(me, 1), seq});
       os.recvs.push_back(
           {partner, os.in[partner].data(), kPart, tag(partner, 0), seq, &os.got[partner]});
       os.recvs.push_back({partner, os.in[partner].data() + kPart / 8, kPart, tag(partner, 1), seq,
@@ -1410,26 +1417,22 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // the rest, where a bundle is larger than two messages.
     os.sends.clear();
     os.recvs.clear();
-    if (mine > 2 * kPart)
+    if (parts.rest > 0)
       for (std::size_t k = 0; k < nodes_; ++k)
         if (k != node)
-          os.sends.push_back(
-              {partner_of(k), bundle.data() + 2 * kPart / 8, mine - 2 * kPart, tag(me, 2), seq});
+          os.sends.push_back({partner_of(k), bundle.data() + (parts.first + parts.second) / 8,
+                              parts.rest, tag(me, 2), seq});
     for (std::size_t k = 0; k < nodes_; ++k) {
       if (k == node) continue;
       const std::size_t partner = partner_of(k);
       const std::size_t got = std::min(os.got[partner], kPart);
-      const std::size_t second = std::min(os.got_second[partner], kPart);
-      const std::uint64_t total = got >= 8 ? os.in[partner][0] : 0;
-      const std::size_t whole = static_cast<std::size_t>(std::min<std::uint64_t>(total, most)) + 8;
-      if (got < 8 || total > most || total % 8 != 0 || got != std::min(whole, kPart) ||
-          second != std::min(whole - got, kPart))
-        return fail(Status(ErrorCode::kProtocolError,
-                           "collective #" + std::to_string(seq) + ": the bundle of node " +
-                               std::to_string(k) + " from rank " + std::to_string(partner) +
-                               " says " + std::to_string(total) + " bytes in messages of " +
-                               std::to_string(got) + " and " + std::to_string(second) +
-                               " (at most " + std::to_string(most) + ")"));
+      auto received = bundle_received(got >= 8 ? os.in[partner][0] : 0, got,
+                                      std::min(os.got_second[partner], kPart), most, kPart);
+      if (!received)
+        return fail(received.status().with_context("collective #" + std::to_string(seq) +
+                                                   ": node " + std::to_string(k) + " from rank " +
+                                                   std::to_string(partner)));
+      const std::size_t whole = received.value();
       os.got[partner] = whole;
       if (whole > 2 * kPart) {
         os.in[partner].resize(whole / 8);

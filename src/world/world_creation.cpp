@@ -143,7 +143,7 @@ std::uint64_t machine_id() {
   int digits = 0;
   for (const char* c = text; read && *c != '\0' && digits < 16; ++c) {
     const int v = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
-    if (v < 0) continue;  // the dashes
+    if (v < 0) continue;  // the dashes (and anything else that is no hex digit)
     id = id << 4 | static_cast<std::uint64_t>(v);
     ++digits;
   }
@@ -466,14 +466,15 @@ class Creation {
     std::vector<std::uint64_t> machines;
     RUCCL_TRY(compare_settings(agreed.value(), settings, token_, machines));
     // The world's ranks on this machine: its processes with this machine's
-    // id (by node where an id could not be read).
+    // id, or, where a process could not read its id, its node's processes
+    // (every process decides from the same ids, so a node's alike).
+    const bool ids =
+        std::none_of(machines.begin(), machines.end(), [](std::uint64_t m) { return m == 0; });
     std::size_t here = 0;
-    for (std::size_t p = 0; p < machines.size(); ++p) {
-      const bool known = machine != 0 && machines[p] != 0;
-      if (known ? machines[p] == machine
-                : p < topo_.node_of_process.size() && topo_.node_of_process[p] == topo_.node)
+    for (std::size_t p = 0; p < machines.size(); ++p)
+      if (ids ? machines[p] == machine
+              : p < topo_.node_of_process.size() && topo_.node_of_process[p] == topo_.node)
         ++here;
-    }
     machine_ranks_ = here * per_process_;
     oversubscribed_ = core::outnumber_cores(machine_ranks_);
     return Status::ok();

@@ -17,7 +17,7 @@
 #            #5 starts: every survivor reports PeerFailure naming it in #5 or #6.
 #   kinds    the same for a loop of all-gathers, reduce-scatters, broadcasts
 #            and reduces (RUCCL_FAULT_KIND), level by level too (see below).
-# In both exit cases every survivor must report PeerFailure in #5 naming rank 1,
+# In the exit@ cases every survivor must report PeerFailure in #5 naming rank 1,
 # within 1 s (plus scheduling slack) of its last good collective, under a
 # RUCCL_TIMEOUT of 10 s: a survivor that only times out fails the test (and
 # one that does not report before mpirun's 12 s limit prints no RESULT).
@@ -128,6 +128,7 @@ faulty_job "$log" 3 12 --enable-recovery --mca orte_abort_on_non_zero_status 0 \
   "$worker" allreduce-loop 20 16 || rc=$?
 echo "one-shot exit of rank 1: job rc $rc after $(($(now_ms) - t0)) ms"
 grep -q "(one_shot) done" "$log.err" || fail "one-shot: no rank ran the one-shot"
+grep -q "agreement in bundles" "$log.err" || fail "one-shot: no rank agreed in bundles"
 for r in 0 2 3; do survivor one-shot "$log" $r 1 "5 6"; done
 [ $failed -eq $before ] || show "$log"
 

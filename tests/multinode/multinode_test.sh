@@ -82,6 +82,7 @@ check_lanes() {
       if (all != world * world) { print "lanes lines: " all + 0 ", want " world * world; bad++ }
       if (cross != want_cross || cross == 0) { print "inter-node lanes lines: " cross + 0 ", want " want_cross; bad++ }
       if (n != hosts) { print "nodes seen: " n ", want " hosts; bad++ }
+      if (worlds != procs) { print "world lines: " worlds + 0 ", want " procs; bad++ }
       used = ""; for (r in intra) used = used " " r
       if (!bad) printf "  lanes ok: %d lines, %d inter-node, all tcp/eth0 without shm (intra-node:%s)\n", all, cross, used
       exit bad ? 1 : 0

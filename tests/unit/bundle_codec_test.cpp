@@ -76,5 +76,34 @@ TEST(BundleCodec, RefusesWhatDoesNotParseAndLeavesTheOutputAlone) {
   EXPECT_TRUE(bundle_parse({}, 0, 0, small).is_ok());
 }
 
+TEST(BundleCodec, TwoMessagesOfAPartThenTheRest) {
+  constexpr std::size_t part = 8120;
+  EXPECT_EQ(bundle_split(16, part), (BundleParts{16, 0, 0}));
+  EXPECT_EQ(bundle_split(part, part), (BundleParts{part, 0, 0}));
+  EXPECT_EQ(bundle_split(part + 8, part), (BundleParts{part, 8, 0}));
+  EXPECT_EQ(bundle_split(2 * part, part), (BundleParts{part, part, 0}));
+  EXPECT_EQ(bundle_split(2 * part + 24, part), (BundleParts{part, part, 24}));
+  // What arrives is what was cut: the whole bundle's bytes.
+  for (const std::size_t whole : {std::size_t{16}, part, part + 8, 2 * part, 2 * part + 24}) {
+    const BundleParts p = bundle_split(whole, part);
+    auto got = bundle_received(whole - 8, p.first, p.second, 3 * part, part);
+    ASSERT_TRUE(got.is_ok()) << whole << ": " << got.status().to_string();
+    EXPECT_EQ(got.value(), whole);
+  }
+  // A size word that is not a multiple of 8, over the bound, or messages
+  // that do not match it: kProtocolError.
+  const auto refused = [&](std::uint64_t total, std::size_t first, std::size_t second) {
+    auto got = bundle_received(total, first, second, 3 * part, part);
+    EXPECT_EQ(got.status().code(), ErrorCode::kProtocolError) << total << " " << first;
+  };
+  refused(12, 20, 0);                 // not whole words
+  refused(3 * part + 8, part, part);  // more than a bundle holds
+  refused(~std::uint64_t{0} - 7, part, part);
+  refused(8, 24, 0);           // the first message longer than the word says
+  refused(part, part, 0);      // 8 bytes of it missing from the second
+  refused(part - 8, part, 8);  // a second message where none belongs
+  refused(0, 4, 0);            // no room for the size word
+}
+
 }  // namespace
 }  // namespace ruccl::world
