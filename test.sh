@@ -35,7 +35,7 @@ mkdir -p build-make
   cmake --build build-make -j "$(nproc 2>/dev/null || echo 2)" --target ruccl_shared; } \
   >build-make/flow.log 2>&1 || { tail -40 build-make/flow.log; exit 1; }
 
-echo "== libFuzzer: the wire header, fingerprint and agreement code, 60 s (all three at once)"
+echo "== libFuzzer: the wire header, fingerprint, agreement, lean-slot and bundle code, 60 s (all five at once)"
 tests/fuzz/run.sh build-fuzz "${RUCCL_FUZZ_SECONDS:-60}"
 
 if [ "${RUCCL_SKIP_SANITIZERS:-0}" != "1" ]; then

@@ -150,4 +150,18 @@ void append_messages(std::vector<Transfer>& out, std::size_t peer, Range src,
   }
 }
 
+void split_by_peer(std::span<const Transfer> transfers, std::size_t begin, std::size_t count,
+                   std::vector<Transfer>& inside, std::vector<Transfer>& outside) {
+  inside.clear();
+  outside.clear();
+  for (const Transfer& t : transfers) {
+    if (t.peer >= begin && t.peer - begin < count) {
+      inside.push_back(t);
+      inside.back().peer = t.peer - begin;
+    } else {
+      outside.push_back(t);
+    }
+  }
+}
+
 }  // namespace ruccl::ring

@@ -114,5 +114,11 @@ Result<std::size_t> message_elements(std::size_t max_chunk_bytes, std::size_t el
 void append_messages(std::vector<Transfer>& out, std::size_t peer, Range src,
                      std::size_t dst_offset, std::size_t max_elements,
                      Source source = Source::kSend);
+// One step's transfers by peer (world::RoutedRun): those with a peer in
+// [begin, begin + count) into `inside`, the peer renumbered from 0 (begin ->
+// 0), the others into `outside` as they are, each in its order. Both lists are
+// cleared first.
+void split_by_peer(std::span<const Transfer> transfers, std::size_t begin, std::size_t count,
+                   std::vector<Transfer>& inside, std::vector<Transfer>& outside);
 
 }  // namespace ruccl::ring

@@ -95,7 +95,15 @@ bool TransportRun::staging(Combine combine) const {
 
 Status TransportRun::step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
                           Combine combine) {
-  if (path_ == MemoryPath::kStaged) return staged_step(sends, recvs, combine);
+  return step(sends, recvs, combine, {});
+}
+
+Status TransportRun::step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
+                          Combine combine, const std::function<Status()>& alongside) {
+  if (path_ == MemoryPath::kStaged) {
+    if (alongside) RUCCL_TRY(alongside());
+    return staged_step(sends, recvs, combine);
+  }
   const std::size_t es = dtype_size(work_.dtype);
   const bool stage = staging(combine);
   constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
@@ -153,8 +161,28 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
   ++step_;
   if (!self_.empty()) RUCCL_TRY(core::exchange(adapter_, work_, local_, self_, combine));
   const Clock::time_point deadline = Clock::now() + options_.timeout;
-  if (!stage) return exchange_ops(step_ - 1, deadline);
-  return staged_rounds(combine, deadline);
+  if (!alongside)
+    return stage ? staged_rounds(combine, deadline) : exchange_ops(step_ - 1, deadline);
+  if (stage) {
+    RUCCL_TRY(alongside());
+    return staged_rounds(combine, deadline);
+  }
+  // Round 0 is empty, so it is delivered (and `alongside` runs) as soon as
+  // round 1, every message of the step, is posted.
+  stamp_ops();
+  const std::array<std::size_t, 3> send_begin{0, 0, send_ops_.size()};
+  const std::array<std::size_t, 3> recv_begin{0, 0, recv_ops_.size()};
+  const Rounds rounds{send_ops_, recv_ops_, send_begin, recv_begin, 2};
+  Status side;
+  const Status status = transport_.exchange_rounds(
+      rounds,
+      [&](std::size_t round) {
+        if (round == 0) side = alongside();
+        return side;
+      },
+      deadline);
+  if (!side) return side;
+  return step_error(status, step_ - 1);
 }
 
 // A reduction step on the direct path: round r exchanges piece r of every

@@ -111,6 +111,16 @@ class TransportRun final : public ring::RankRun {
   MemoryPath memory_path() const { return path_; }
   Status step(std::span<const Transfer> sends, std::span<const Transfer> recvs,
               Combine combine) override;
+  // step(), with `alongside` run on this thread during it (the messages of
+  // another executor's part of the same step, world::RoutedRun): a copy
+  // step on the direct paths posts its messages first and runs it while they
+  // are in flight (Transport::exchange_rounds: an empty round, then all); a
+  // reduction step, or the staged path, runs it first. An error from it ends
+  // the step (the peers hear of it as of any failure) and is returned as it
+  // is. It must not wait on this step's messages (it may run before any
+  // were posted).
+  Status step(std::span<const Transfer> sends, std::span<const Transfer> recvs, Combine combine,
+              const std::function<Status()>& alongside);
   // The direct path: the bytes of its reduction staging buffers (held from the
   // step that needs them to the end of the collective); the staged path: its
   // host buffers (peers x directions x staging_slots segments).

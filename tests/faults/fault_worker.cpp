@@ -6,7 +6,8 @@
 //   allreduce-loop [ITERS] [COUNT]   all-reduces of COUNT f32 (default 1 Mi = 4 MiB) back
 //                                    to back until an error or ITERS (default 100000);
 //                                    RUCCL_FAULT_KIND=all_gather|broadcast|reduce|
-//                                    reduce_scatter loops over that collective instead;
+//                                    reduce_scatter|all_to_all_v loops over that
+//                                    collective instead;
 //                                    RUCCL_FAULT_HOST_MEMORY=1 takes its buffers from
 //                                    Communicator::allocate_host
 //   mismatch op|count|dtype|root|bcast-senders|order|dims
@@ -118,15 +119,18 @@ void write_file(const std::string& dir, const std::string& name, const std::stri
 // Returns true when the loop ended in an error (a fault was seen).
 // RUCCL_FAULT_KIND: the collective of the loop, all_reduce (the default),
 // all_gather (also RUCCL_FAULT_GATHER=1: the lean path's direct form for
-// copies), broadcast or reduce (from rank 0), reduce_scatter. Every input
-// element is 1; every element a rank gets is 1 (copies) or the world (sums).
+// copies), broadcast or reduce (from rank 0), reduce_scatter, all_to_all_v
+// (rows of one element, dealt out to the ranks as a reduce-scatter's shards).
+// Every input element is 1; every element a rank gets is 1 (copies) or the
+// world (sums).
 CollectiveKind loop_kind() {
   const char* gather = std::getenv("RUCCL_FAULT_GATHER");
   if (gather != nullptr && std::string(gather) == "1") return CollectiveKind::kAllGather;
   const char* kind = std::getenv("RUCCL_FAULT_KIND");
   const std::string k = kind != nullptr ? kind : "";
-  for (CollectiveKind c : {CollectiveKind::kAllGather, CollectiveKind::kBroadcast,
-                           CollectiveKind::kReduce, CollectiveKind::kReduceScatter})
+  for (CollectiveKind c :
+       {CollectiveKind::kAllGather, CollectiveKind::kBroadcast, CollectiveKind::kReduce,
+        CollectiveKind::kReduceScatter, CollectiveKind::kAllToAllV})
     if (k == collective_name(c)) return c;
   return CollectiveKind::kAllReduce;
 }
@@ -141,7 +145,12 @@ bool allreduce_loop(Communicator& comm, std::size_t local, const Options& opt) {
   const std::size_t shard = count / world + (rank < count % world ? 1 : 0);
   const std::size_t out_count = kind == CollectiveKind::kAllGather       ? count * world
                                 : kind == CollectiveKind::kReduceScatter ? shard
+                                : kind == CollectiveKind::kAllToAllV     ? shard * world
                                                                          : count;
+  // all_to_all_v: rank d gets its shard's worth of rows from every rank.
+  std::vector<std::size_t> send_counts(world), recv_counts;
+  for (std::size_t d = 0; d < world; ++d)
+    send_counts[d] = count / world + (d < count % world ? 1 : 0);
   // RUCCL_FAULT_HOST_MEMORY=1: both buffers from allocate_host (the node's
   // other processes read them in place).
   const char* host_memory = std::getenv("RUCCL_FAULT_HOST_MEMORY");
@@ -168,7 +177,8 @@ bool allreduce_loop(Communicator& comm, std::size_t local, const Options& opt) {
   const DeviceId dev = comm.devices()[local];
   const TensorView in = TensorView::of(data.data(), DataType::kF32, count, dev);
   const TensorView ov = TensorView::of(out.data(), DataType::kF32, out_count, dev);
-  const bool copies = kind == CollectiveKind::kAllGather || kind == CollectiveKind::kBroadcast;
+  const bool copies = kind == CollectiveKind::kAllGather || kind == CollectiveKind::kBroadcast ||
+                      kind == CollectiveKind::kAllToAllV;
   const float want = copies ? 1.0f : float(world);
   const bool checked = out_count > 0 && (kind != CollectiveKind::kReduce || rank == 0);
   auto last_ok = Clock::now();
@@ -184,6 +194,9 @@ bool allreduce_loop(Communicator& comm, std::size_t local, const Options& opt) {
       case CollectiveKind::kReduce: s = comm.reduce_into(rank, in, ov, ReduceOp::kSum, 0); break;
       case CollectiveKind::kReduceScatter:
         s = comm.reduce_scatter_into(rank, in, ov, ReduceOp::kSum);
+        break;
+      case CollectiveKind::kAllToAllV:
+        s = comm.all_to_all_v_into(rank, in, send_counts, ov, recv_counts);
         break;
       default: s = comm.all_reduce_into(rank, in, ov, ReduceOp::kSum); break;
     }

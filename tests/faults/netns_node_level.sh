@@ -16,7 +16,8 @@
 #   one-shot a small all-reduce (its inputs in the bundles), rank 1 exits as
 #            #5 starts: every survivor reports PeerFailure naming it in #5 or #6.
 #   kinds    the same for a loop of all-gathers, reduce-scatters, broadcasts
-#            and reduces (RUCCL_FAULT_KIND), level by level too (see below).
+#            and reduces (RUCCL_FAULT_KIND), level by level too (see below),
+#            and of all-to-all-vs (routed: the node's memory and UCX at once).
 # In the exit@ cases every survivor must report PeerFailure in #5 naming rank 1,
 # within 1 s (plus scheduling slack) of its last good collective, under a
 # RUCCL_TIMEOUT of 10 s: a survivor that only times out fails the test (and
@@ -170,5 +171,22 @@ for kind in all_gather reduce_scatter broadcast reduce; do
   done
   [ $failed -eq $before ] || show "$log"
 done
+# The all-to-all-v (pairwise steps, flat): to the rank of its own host
+# through the node's shared memory, to the other host's over UCX
+# (world/routed_run.hpp). Rank 1 exits as #5's first step starts; rank 0
+# (its node peer) sees its process die, ranks 2 and 3 its endpoint fail or
+# the notice of those who did: every survivor PeerFailure naming it in #5.
+log=$work/all_to_all_v rc=0
+t0=$(now_ms)
+faulty_job "$log" 3 12 --enable-recovery --mca orte_abort_on_non_zero_status 0 \
+  -x RUCCL_TIMEOUT=10 -x RUCCL_FAULT_KIND=all_to_all_v -x RUCCL_DEBUG=TRACE \
+  -x RUCCL_FAULT="exit:rank=1,seq=5,step=0" -- \
+  "$worker" allreduce-loop 20 262147 || rc=$?
+echo "all_to_all_v exit of rank 1: job rc $rc after $(($(now_ms) - t0)) ms"
+grep -q "other ranks of this node through its shared memory, to the other 2 over UCX" "$log.err" ||
+  fail "all_to_all_v: no rank sent through the node's shared memory and UCX at once"
+before=$failed
+for r in 0 2 3; do survivor all_to_all_v "$log" $r 1 5; done
+[ $failed -eq $before ] || show "$log"
 echo "netns_node_level: $([ $failed -eq 0 ] && echo PASSED || echo FAILED)"
 exit $failed

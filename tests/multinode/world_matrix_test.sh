@@ -7,7 +7,10 @@
 # UCX/tcp across. The TRACE lines must show each of them level by level.
 #   world_matrix_test.sh <ruccl_mpi_world_matrix binary>
 # Shapes (hosts x processes per host x devices per process): 2x2x1 and 2x2x2
-# (with a node level), 3x1x2 (local and across levels only).
+# (with a node level), 3x1x2 (local and across levels only); and 2x2x1 under
+# the flat ring strategy. Where a host has several processes, the all-to-all-v
+# (and the flat ring) send to the ranks of their host through its shared
+# memory and to the others over UCX (world/routed_run.hpp): TRACE says so.
 # Exit 0 pass, 1 fail, 77 skip (prints "SKIP: <reason>").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,26 +24,39 @@ lab_preflight
 trap lab_down EXIT
 trap 'exit 130' INT TERM
 failed=0
-for shape in "2 2 1" "2 2 2" "3 1 2"; do
-  read -r hosts ppn dev <<<"$shape"
+routed="other ranks of this node through its shared memory, to the other"
+for shape in "2 2 1 hierarchical" "2 2 2 hierarchical" "3 1 2 hierarchical" "2 2 1 flat_ring"; do
+  read -r hosts ppn dev algo <<<"$shape"
   lab_down
   lab_up "$hosts" || { echo "FAIL: lab_up $hosts"; exit 1; }
   log=$(mktemp /tmp/ruccl-world-matrix-netns.XXXXXX)
   rc=0
   lab_mpirun "$ppn" 100 -x RUCCL_DEBUG=TRACE -- "$bin" --devices-per-process "$dev" \
-    --gtest_brief=1 --gtest_filter="$filter" >"$log" 2>&1 || rc=$?
+    --strategy "$algo" --gtest_brief=1 --gtest_filter="$filter" >"$log" 2>&1 || rc=$?
   summary=$(grep -m1 -E '\[  PASSED  \]|\[  FAILED  \]' "$log" | sed 's/\x1b\[[0-9;]*m//g' || true)
-  echo "${hosts} hosts x ${ppn} processes x ${dev} devices: rc=$rc ${summary:-no summary}"
+  echo "${hosts} hosts x ${ppn} processes x ${dev} devices, $algo: rc=$rc ${summary:-no summary}"
   ok=1
   [ $rc -eq 0 ] && grep -q 'PASSED' "$log" || ok=0
   # The path they took (the TRACE line of each collective): level by level,
-  # with a node level where a host has several processes.
-  for kind in broadcast reduce all_gather reduce_scatter; do
-    grep -Eq "$kind #[0-9]+ [0-9]+ bytes \(hierarchical\) done" "$log" ||
-      { echo "no $kind ran level by level"; ok=0; }
-  done
-  if [ "$ppn" -gt 1 ] && ! grep -q "node level through the node's shared memory" "$log"; then
-    echo "no collective ran a node level"; ok=0
+  # with a node level where a host has several processes; the flat ring
+  # (and the all-to-all-v) routed by where each peer is.
+  if [ "$algo" = hierarchical ]; then
+    for kind in broadcast reduce all_gather reduce_scatter; do
+      grep -Eq "$kind #[0-9]+ [0-9]+ bytes \(hierarchical\) done" "$log" ||
+        { echo "no $kind ran level by level"; ok=0; }
+    done
+    if [ "$ppn" -gt 1 ] && ! grep -q "node level through the node's shared memory" "$log"; then
+      echo "no collective ran a node level"; ok=0
+    fi
+  else
+    grep -Eq "all_reduce #[0-9]+ [0-9]+ bytes \(flat_ring\) done" "$log" ||
+      { echo "no all_reduce ran as a flat ring"; ok=0; }
+  fi
+  if [ "$ppn" -gt 1 ] && ! grep -q "$routed" "$log"; then
+    echo "no collective sent through the node's shared memory and UCX at once"; ok=0
+  fi
+  if [ "$ppn" -eq 1 ] && grep -q "$routed" "$log"; then
+    echo "a host of one process routed through a node segment it does not have"; ok=0
   fi
   if [ $ok = 0 ]; then
     failed=1

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <set>
 #include <string>
@@ -556,6 +557,48 @@ TEST(AppendMessages, SplitsIntoContiguousPiecesNoneAboveTheMax) {
       }
     }
   }
+}
+
+// Every transfer of a step lands in exactly one list, in its order: the
+// node's (peer renumbered from the range's start) or the wire's (unchanged),
+// for every range of every world up to kMaxWorld (the ring's and the
+// all-to-all-v's steps, whose peers cover the world).
+TEST(SplitByPeer, EachTransferOnceInOrderRenumberedInside) {
+  for (std::size_t world = 1; world <= kMaxWorld; ++world) {
+    std::vector<Transfer> step;
+    for (std::size_t p = 0; p < world; ++p)
+      step.push_back(
+          Transfer{p, Range{3 * p, p + 1}, 7 * p, p % 2 ? Source::kSend : Source::kInput});
+    step.push_back(Transfer{world - 1, Range{0, 0}, 1});  // empty, kept too
+    for (std::size_t begin = 0; begin <= world; ++begin)
+      for (std::size_t count = 0; begin + count <= world; ++count) {
+        std::vector<Transfer> inside{Transfer{99, Range{}, 0}},
+            outside{Transfer{98, Range{}, 0}};  // cleared first
+        split_by_peer(step, begin, count, inside, outside);
+        std::size_t i = 0, o = 0;
+        for (const Transfer& t : step) {
+          if (t.peer >= begin && t.peer < begin + count) {
+            ASSERT_LT(i, inside.size()) << where(world, begin, count);
+            Transfer expect = t;
+            expect.peer -= begin;
+            EXPECT_EQ(inside[i++], expect) << where(world, begin, count);
+          } else {
+            ASSERT_LT(o, outside.size()) << where(world, begin, count);
+            EXPECT_EQ(outside[o++], t) << where(world, begin, count);
+          }
+        }
+        EXPECT_EQ(i, inside.size()) << where(world, begin, count);
+        EXPECT_EQ(o, outside.size()) << where(world, begin, count);
+      }
+  }
+  // A range reaching past SIZE_MAX does not wrap.
+  std::vector<Transfer> inside, outside;
+  const std::vector<Transfer> two{Transfer{0, Range{}, 0}, Transfer{SIZE_MAX, Range{}, 0}};
+  split_by_peer(two, 1, SIZE_MAX, inside, outside);
+  ASSERT_EQ(inside.size(), 1u);
+  EXPECT_EQ(inside[0].peer, SIZE_MAX - 1);
+  ASSERT_EQ(outside.size(), 1u);
+  EXPECT_EQ(outside[0].peer, 0u);
 }
 
 }  // namespace
