@@ -7,7 +7,8 @@
 # UCX/tcp across. The TRACE lines must show each of them level by level.
 #   world_matrix_test.sh <ruccl_mpi_world_matrix binary>
 # Shapes (hosts x processes per host x devices per process): 2x2x1 and 2x2x2
-# (with a node level), 3x1x2 (local and across levels only); and 2x2x1 under
+# (with a node level), 3x1x2 (local and across levels only), 3 processes on
+# 2 hosts (2 + 1: nodes of different sizes, no node level); and 2x2x1 under
 # the flat ring strategy. Where a host has several processes, the all-to-all-v
 # (and the flat ring) send to the ranks of their host through its shared
 # memory and to the others over UCX (world/routed_run.hpp): TRACE says so.
@@ -25,16 +26,20 @@ trap lab_down EXIT
 trap 'exit 130' INT TERM
 failed=0
 routed="other ranks of this node through its shared memory, to the other"
-for shape in "2 2 1 hierarchical" "2 2 2 hierarchical" "3 1 2 hierarchical" "2 2 1 flat_ring"; do
-  read -r hosts ppn dev algo <<<"$shape"
+# (hosts, processes per host, devices per process, strategy, processes in
+# all where fewer than hosts x per host: the last host gets the rest)
+for shape in "2 2 1 hierarchical" "2 2 2 hierarchical" "3 1 2 hierarchical" \
+             "2 2 2 hierarchical 3" "2 2 1 flat_ring"; do
+  read -r hosts ppn dev algo np <<<"$shape"
+  np=${np:-$((hosts * ppn))}
   lab_down
   lab_up "$hosts" || { echo "FAIL: lab_up $hosts"; exit 1; }
   log=$(mktemp /tmp/ruccl-world-matrix-netns.XXXXXX)
   rc=0
-  lab_mpirun "$ppn" 100 -x RUCCL_DEBUG=TRACE -- "$bin" --devices-per-process "$dev" \
+  lab_mpirun "$ppn" 100 -np "$np" -x RUCCL_DEBUG=TRACE -- "$bin" --devices-per-process "$dev" \
     --strategy "$algo" --gtest_brief=1 --gtest_filter="$filter" >"$log" 2>&1 || rc=$?
   summary=$(grep -m1 -E '\[  PASSED  \]|\[  FAILED  \]' "$log" | sed 's/\x1b\[[0-9;]*m//g' || true)
-  echo "${hosts} hosts x ${ppn} processes x ${dev} devices, $algo: rc=$rc ${summary:-no summary}"
+  echo "${hosts} hosts x ${ppn} processes x ${dev} devices ($np processes), $algo: rc=$rc ${summary:-no summary}"
   ok=1
   [ $rc -eq 0 ] && grep -q 'PASSED' "$log" || ok=0
   # The path they took (the TRACE line of each collective): level by level,
@@ -45,8 +50,15 @@ for shape in "2 2 1 hierarchical" "2 2 2 hierarchical" "3 1 2 hierarchical" "2 2
       grep -Eq "$kind #[0-9]+ [0-9]+ bytes \(hierarchical\) done" "$log" ||
         { echo "no $kind ran level by level"; ok=0; }
     done
-    if [ "$ppn" -gt 1 ] && ! grep -q "node level through the node's shared memory" "$log"; then
+    if [ "$ppn" -gt 1 ] && [ "$np" -eq $((hosts * ppn)) ] &&
+      ! grep -q "node level through the node's shared memory" "$log"; then
       echo "no collective ran a node level"; ok=0
+    fi
+    if [ "$np" -ne $((hosts * ppn)) ]; then  # (3 processes: the level across them routed)
+      grep -q "node level through the node's shared memory" "$log" &&
+        { echo "nodes of different sizes ran a node level"; ok=0; }
+      grep -q "to the 1 other ranks of this node through its shared memory, to the other 1 over UCX" \
+        "$log" || { echo "the level across processes did not route by node"; ok=0; }
     fi
   else
     grep -Eq "all_reduce #[0-9]+ [0-9]+ bytes \(flat_ring\) done" "$log" ||
