@@ -153,9 +153,16 @@ done
 # rank on the root's column (it takes the tensor across and hands it on, or
 # gathers its node's sums and sends them across); a survivor that has
 # everything it needs without rank 2 completes #5 and fails #6.
-for kind in all_gather reduce_scatter broadcast reduce; do
+# The all-to-all-v (pairwise steps, flat) has no levels: it sends to the rank
+# of its own host through the node's shared memory and to the other host's
+# over UCX (world/routed_run.hpp); rank 1 exits as #5's first step starts.
+for kind in all_gather reduce_scatter broadcast reduce all_to_all_v; do
   victim=1 seqs="5"
-  case $kind in broadcast|reduce) victim=2 seqs="5 6" ;; esac
+  route="node level through the node's shared memory (2 processes)"
+  case $kind in
+    broadcast|reduce) victim=2 seqs="5 6" ;;
+    all_to_all_v) route="other ranks of this node through its shared memory, to the other 2 over UCX" ;;
+  esac
   log=$work/$kind rc=0
   t0=$(now_ms)
   faulty_job "$log" 3 12 --enable-recovery --mca orte_abort_on_non_zero_status 0 \
@@ -163,30 +170,12 @@ for kind in all_gather reduce_scatter broadcast reduce; do
     -x RUCCL_FAULT="exit:rank=$victim,seq=5,step=0" -- \
     "$worker" allreduce-loop 20 262147 || rc=$?
   echo "$kind exit of rank $victim: job rc $rc after $(($(now_ms) - t0)) ms"
-  grep -q "node level through the node's shared memory (2 processes)" "$log.err" ||
-    fail "$kind: no rank ran the node level"
+  grep -q "$route" "$log.err" || fail "$kind: no rank took its route (\"$route\")"
   before=$failed
   for r in 0 1 2 3; do
     [ $r -eq $victim ] || survivor "$kind" "$log" $r $victim "$seqs"
   done
   [ $failed -eq $before ] || show "$log"
 done
-# The all-to-all-v (pairwise steps, flat): to the rank of its own host
-# through the node's shared memory, to the other host's over UCX
-# (world/routed_run.hpp). Rank 1 exits as #5's first step starts; rank 0
-# (its node peer) sees its process die, ranks 2 and 3 its endpoint fail or
-# the notice of those who did: every survivor PeerFailure naming it in #5.
-log=$work/all_to_all_v rc=0
-t0=$(now_ms)
-faulty_job "$log" 3 12 --enable-recovery --mca orte_abort_on_non_zero_status 0 \
-  -x RUCCL_TIMEOUT=10 -x RUCCL_FAULT_KIND=all_to_all_v -x RUCCL_DEBUG=TRACE \
-  -x RUCCL_FAULT="exit:rank=1,seq=5,step=0" -- \
-  "$worker" allreduce-loop 20 262147 || rc=$?
-echo "all_to_all_v exit of rank 1: job rc $rc after $(($(now_ms) - t0)) ms"
-grep -q "other ranks of this node through its shared memory, to the other 2 over UCX" "$log.err" ||
-  fail "all_to_all_v: no rank sent through the node's shared memory and UCX at once"
-before=$failed
-for r in 0 2 3; do survivor all_to_all_v "$log" $r 1 5; done
-[ $failed -eq $before ] || show "$log"
 echo "netns_node_level: $([ $failed -eq 0 ] && echo PASSED || echo FAILED)"
 exit $failed
