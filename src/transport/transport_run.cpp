@@ -161,12 +161,11 @@ Status TransportRun::step(std::span<const Transfer> sends, std::span<const Trans
   ++step_;
   if (!self_.empty()) RUCCL_TRY(core::exchange(adapter_, work_, local_, self_, combine));
   const Clock::time_point deadline = Clock::now() + options_.timeout;
-  if (!alongside)
-    return stage ? staged_rounds(combine, deadline) : exchange_ops(step_ - 1, deadline);
   if (stage) {
-    RUCCL_TRY(alongside());
+    if (alongside) RUCCL_TRY(alongside());
     return staged_rounds(combine, deadline);
   }
+  if (!alongside) return exchange_ops(step_ - 1, deadline);
   // Round 0 is empty, so it is delivered (and `alongside` runs) as soon as
   // round 1, every message of the step, is posted.
   stamp_ops();

@@ -558,9 +558,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     os.out.resize(os.words + (payload + 7) / 8);
     if (payload > 0) std::memcpy(os.out.data() + os.words, request.in.data, payload);
     os.msg.assign(world_, {});
-    const Status sent = node_agreement() ? exchange_on_node(local, seq, record + payload, timeout)
-                        : bundles()      ? exchange_by_node(local, seq, record + payload, timeout)
-                                         : exchange_over_ucx(local, seq, record + payload, timeout);
+    const Status sent = node_agreement()
+                            ? share_on_node(local, seq, record + payload, Clock::now() + timeout)
+                        : bundles() ? exchange_by_node(local, seq, record + payload, timeout)
+                                    : exchange_over_ucx(local, seq, record + payload, timeout);
     if (!sent)
       return sent.with_context(core::describe(seq, request.kind) + ": agreement (fingerprints)");
     std::vector<Decoded> decoded(world_);
@@ -1474,12 +1475,6 @@ class WorldRemoteRanks final : public core::RemoteRanks {
                                         " from rank " + std::to_string(partner)));
     }
     return Status::ok();
-  }
-
-  // The same through the node's mailboxes (the world is this node).
-  Status exchange_on_node(std::size_t local, std::uint64_t seq, std::size_t bytes,
-                          std::chrono::milliseconds timeout) {
-    return share_on_node(local, seq, bytes, Clock::now() + timeout);
   }
 
   // Local rank `local`'s message (os.out, `bytes` of it) into its slot of the

@@ -142,15 +142,15 @@ bool allreduce_loop(Communicator& comm, std::size_t local, const Options& opt) {
   const CollectiveKind kind = loop_kind();
   const std::size_t world = comm.world_size();
   // reduce_scatter: this rank's balanced shard (the first count % world ranks one more).
-  const std::size_t shard = count / world + (rank < count % world ? 1 : 0);
+  const auto shard_of = [&](std::size_t r) { return count / world + (r < count % world ? 1 : 0); };
+  const std::size_t shard = shard_of(rank);
   const std::size_t out_count = kind == CollectiveKind::kAllGather       ? count * world
                                 : kind == CollectiveKind::kReduceScatter ? shard
                                 : kind == CollectiveKind::kAllToAllV     ? shard * world
                                                                          : count;
   // all_to_all_v: rank d gets its shard's worth of rows from every rank.
   std::vector<std::size_t> send_counts(world), recv_counts;
-  for (std::size_t d = 0; d < world; ++d)
-    send_counts[d] = count / world + (d < count % world ? 1 : 0);
+  for (std::size_t d = 0; d < world; ++d) send_counts[d] = shard_of(d);
   // RUCCL_FAULT_HOST_MEMORY=1: both buffers from allocate_host (the node's
   // other processes read them in place).
   const char* host_memory = std::getenv("RUCCL_FAULT_HOST_MEMORY");
