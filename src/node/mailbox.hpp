@@ -130,13 +130,23 @@ class Mailbox {
   // this rank publishes seq + 1): on the full lane; waiting on the lean lane,
   // on either (the full lane wins: that rank went, or fell back, to the
   // agreement). Callable from one thread per local rank; `me` is the waiting
-  // node rank (it sleeps on its own bell).
+  // node rank (it sleeps on its own bell). `expect`: the bytes the waiter
+  // expects on the lean lane (its own input's, on a collective of equal
+  // inputs); where they are a few lines (up to 320 B with the flag's), those
+  // past the flag's are fetched at every poll along with the flag, so that
+  // such a message costs its reader one miss's time, not two in a row
+  // (NCCL's LL128 puts a flag in every line for that; a fetch is only a
+  // hint: the flag's acquire still orders the reads).
   struct Message {
     Lane lane = Lane::kFull;
     std::span<const std::byte> bytes;
   };
   Result<Message> wait(std::size_t me, std::size_t rank, std::uint64_t seq,
-                       Clock::time_point deadline, Lane lane = Lane::kFull);
+                       Clock::time_point deadline, Lane lane = Lane::kFull, std::size_t expect = 0);
+  // Fetches the lines of node rank `rank`'s lean slot of `seq` that a
+  // message of `expect` bytes fills, without waiting, where they are a few
+  // (a hint, as above; wait's poll).
+  void prefetch_lean(std::size_t rank, std::uint64_t seq, std::size_t expect) const;
   // ---- Channels: node rank `from` to node rank `to` (from != to), one
   // producer and one consumer; pieces are numbered from 0 over the
   // communicator's life, piece i in slot i % channel_slots.

@@ -216,6 +216,10 @@ struct LeanScratch {
     std::uint64_t key = 0;             // its request_key
     bool kept = false;                 // a reduce's root: its input is not in its slot
     bool from_input = false;           // its own operand is the caller's input (own_from_input)
+    // The bytes a peer's slot holds on a collective like this rank's (its
+    // header's form, counts, and the tensor's bytes or an address record):
+    // the lines the reader fetches while it waits (Mailbox::wait).
+    std::size_t expect = 0;
   };
   Posted posted;
   // This rank's own operand where it may not be the caller's input: a copy
@@ -746,7 +750,10 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       std::memcpy(k.own_copy.data(), req.in.data, data);
       own_at = k.own_copy.data();
     }
-    k.posted = {seq, direct, &head, own_at, kept ? 0 : bytes, request_key, kept, from_input};
+    const std::size_t tensor = geometry.count * dtype_size(req.dtype);
+    k.posted = {seq,    direct,           &head,
+                own_at, kept ? 0 : bytes, request_key,
+                kept,   from_input,       hb + counts + (direct ? record : tensor)};
     return std::optional<Status>(std::in_place);  // ok (built in place: no move per call)
   }
   std::optional<Result<core::RankOutcome>> lean_collect(std::size_t local, std::uint64_t seq,
@@ -803,7 +810,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         k.sizes[r] = posted.bytes;
         continue;
       }
-      auto m = box.wait(me - base, r - base, seq, deadline, node::Lane::kLean);
+      auto m = box.wait(me - base, r - base, seq, deadline, node::Lane::kLean, posted.expect);
       if (!m) return lean_failed(box, me - base, seq, req.kind, direct, m.status(), deadline);
       const std::span<const std::byte> got = m.value().bytes;
       std::size_t their = 0;  // the bytes of their header's form

@@ -83,6 +83,43 @@ TEST(NodeChannels, PiecesFlowInOrderWithinTheSlots) {
   producer.join();
 }
 
+// A waiter on the lean lane fetches the lines of the message it expects
+// while it polls (Mailbox::wait's `expect`): whatever it expected (the
+// message's bytes, none, fewer, more than the slot holds), it gets each
+// message whole and as written, also when it came first and polled while
+// the writer wrote.
+TEST(NodeMailbox, AWaiterFetchingAheadGetsEveryMessageWhole) {
+  OneProcessNode node;
+  Mailbox& box = *node.box;
+  constexpr std::uint64_t kMessages = 400;
+  const auto bytes_of = [](std::uint64_t seq) { return static_cast<std::size_t>(seq * 7 % 257); };
+  std::thread writer([&] {
+    for (std::uint64_t seq = 0; seq < kMessages; ++seq) {
+      // (Slot seq's parity is seq - 2's: written once the reader is done with it.)
+      if (seq > 0) {
+        ASSERT_TRUE(box.wait(0, 1, seq - 1, Clock::now() + 10s, Lane::kLean).is_ok());
+      }
+      std::span<std::byte> slot = box.slot(0, seq, Lane::kLean);
+      ASSERT_GE(slot.size(), bytes_of(seq));
+      for (std::size_t i = 0; i < bytes_of(seq); ++i)
+        slot[i] = static_cast<std::byte>((seq + i) & 0xff);
+      box.publish(0, seq, bytes_of(seq), Lane::kLean);
+    }
+  });
+  for (std::uint64_t seq = 0; seq < kMessages; ++seq) {
+    const std::size_t expects[4] = {bytes_of(seq), 0, 100, 4096};
+    auto m = box.wait(1, 0, seq, Clock::now() + 10s, Lane::kLean, expects[seq % 4]);
+    ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+    ASSERT_EQ(m.value().lane, Lane::kLean);
+    ASSERT_EQ(m.value().bytes.size(), bytes_of(seq));
+    for (std::size_t i = 0; i < bytes_of(seq); ++i)
+      ASSERT_EQ(m.value().bytes[i], static_cast<std::byte>((seq + i) & 0xff)) << seq << " " << i;
+    box.prefetch_lean(0, seq + 1, expects[seq % 4]);  // (a hint: changes nothing)
+    box.publish(1, seq, 0, Lane::kLean);
+  }
+  writer.join();
+}
+
 TEST(NodeChannels, AProducerMayRunAheadOnlyByTheSlots) {
   OneProcessNode node(3);
   Mailbox& box = *node.box;
