@@ -34,8 +34,9 @@ class Config {
   static constexpr std::size_t kDefaultOneShotBytes = 4096;                    // 4 KiB
   static constexpr std::size_t kMaxLeanBytes = std::size_t{64} << 10;          // 64 KiB
   static constexpr std::size_t kDefaultNodeDirectBytes = std::size_t{256} << 10;  // 256 KiB
-  static constexpr std::size_t kDefaultLeanDirectBytes = std::size_t{32} << 10;   // 32 KiB
-  static constexpr std::size_t kDefaultMpiAllocMemBytes = 0;                      // off
+  // 128 KiB: past the lean slot (64 KiB) only, where the direct form is taken anyway.
+  static constexpr std::size_t kDefaultLeanDirectBytes = std::size_t{128} << 10;
+  static constexpr std::size_t kDefaultMpiAllocMemBytes = 0;  // off
 
   // Reads RUCCL_TIMEOUT (seconds, may be fractional), RUCCL_MAX_CHUNK_BYTES,
   // RUCCL_SEGMENT_BYTES, RUCCL_ALGO (hierarchical|flat_ring, or a selection
@@ -181,11 +182,12 @@ class Config {
   // Processes may differ (the receiver takes either form of a piece).
   std::size_t node_direct_bytes() const { return node_direct_bytes_; }
   // On the lean path of a broadcast, all-gather or all-to-all-v, a rank whose
-  // input (host memory) holds at least this many bytes publishes its address instead of a copy in
-  // its slot, where every other rank of the node can read this process's memory: each reader copies
-  // what it needs straight from it (process_vm_readv) and says so, and the rank returns only once
-  // every other rank did (README "Node shared memory"). RUCCL_LEAN_DIRECT_BYTES, default
-  // kDefaultLeanDirectBytes; 0 = never. Processes may differ (a reader takes either form).
+  // input (host memory) holds at least this many bytes, or more than its slot holds, publishes its
+  // address instead of a copy in its slot, where every other rank of the node can read this
+  // process's memory: each reader copies what it needs straight from it (process_vm_readv) and says
+  // so, and the rank returns only once every other rank did (README "Node shared memory").
+  // RUCCL_LEAN_DIRECT_BYTES, default kDefaultLeanDirectBytes; 0 = never. Processes may differ (a
+  // reader takes either form).
   std::size_t lean_direct_bytes() const { return lean_direct_bytes_; }
   // The MPI layer (libruccl_mpi): MPI_Alloc_mem of at least this many bytes
   // returns memory from MPI_COMM_WORLD's allocate_host, which the node's

@@ -165,10 +165,9 @@ AlgorithmTable make_table(const Config& config) {
     // (np=2 all_reduce here: 0.4-1.0 of Open MPI's time from 8 KiB to 64
     // KiB, against 0.9-1.4 for the ring over UCX; up to 8 KiB 0.8-1.5).
     if (hierarchical && config.lean_bytes() > 0) {
-      // (Broadcast and all-gather past their copy caps only in the direct
-      // form, and the collectives that copy past the slot, where only the
-      // input's address rides in it; an all-reduce past the slot in its own
-      // direct form: feasible.)
+      // (The collectives that copy past the slot in the direct form only,
+      // where only the input's address rides in it; an all-reduce past the
+      // slot in its own direct form: feasible.)
       const bool full = config.lean_bytes() >= kNodeMailboxBytes;
       add(t, kind, Algorithm::kNodeMailbox, 0,
           full && has_lean_direct_form(kind) ? lean_direct_cap(kind) + 1
@@ -195,13 +194,6 @@ bool fits(std::size_t bytes, std::size_t n, std::size_t cap) {
   return !__builtin_mul_overflow(bytes, n, &product) && product <= cap;
 }
 
-// The largest input the lean path copies through the slots (SIZE_MAX: the
-// slot's size only).
-std::size_t lean_copy_cap(CollectiveKind kind) {
-  return kind == CollectiveKind::kBroadcast   ? kNodeMailboxBroadcastBytes
-         : kind == CollectiveKind::kAllGather ? kNodeMailboxAllGatherBytes
-                                              : SIZE_MAX;
-}
 // The largest input the lean path takes in the direct form (0: it has none).
 std::size_t lean_direct_cap(CollectiveKind kind) {
   return kind == CollectiveKind::kAllGather   ? kNodeMailboxAllGatherDirectBytes
@@ -213,13 +205,26 @@ std::size_t lean_direct_cap(CollectiveKind kind) {
 
 bool has_lean_direct_form(CollectiveKind kind) noexcept { return lean_direct_cap(kind) > 0; }
 
-std::size_t lean_direct_threshold(CollectiveKind kind, std::size_t configured) noexcept {
-  const std::size_t cap = lean_copy_cap(kind);
-  return configured == 0 || cap == SIZE_MAX ? configured : std::min(configured, cap + 1);
-}
-
 bool lean_in_slot(std::size_t bytes, std::size_t world, std::size_t capacity) noexcept {
   return bytes <= capacity && fits(bytes, world, kNodeMailboxTotalBytes);
+}
+
+bool lean_slot_holds(CollectiveKind kind, std::size_t bytes, std::size_t world,
+                     std::size_t capacity) noexcept {
+  if (kind == CollectiveKind::kAllToAllV) {
+    std::size_t counts = 0;
+    if (__builtin_mul_overflow(world, sizeof(std::uint64_t), &counts) || counts > capacity)
+      return false;
+    capacity -= counts;
+  }
+  return lean_in_slot(bytes, world, capacity);
+}
+
+bool lean_copy_direct(CollectiveKind kind, std::size_t bytes, std::size_t world,
+                      std::size_t capacity, std::size_t configured) noexcept {
+  return has_lean_direct_form(kind) && configured > 0 && bytes > 0 &&
+         bytes <= lean_direct_cap(kind) &&
+         (bytes >= configured || !lean_slot_holds(kind, bytes, world, capacity));
 }
 
 bool lean_reduction_direct(CollectiveKind kind, std::size_t bytes, std::size_t world,
@@ -256,14 +261,12 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
       // The direct form, as the lean path decides it (lean_post; a
       // reduction has none within the slot: its cap is 0; an all-reduce's
       // own past the slot is below).
-      const bool direct = call.lean_direct > 0 &&
-                          call.bytes >= lean_direct_threshold(call.kind, call.lean_direct) &&
-                          call.bytes <= lean_direct_cap(call.kind);
-      if (call.bytes > lean_copy_cap(call.kind) && !direct) return false;
+      const bool direct = lean_copy_direct(call.kind, call.bytes, topo.world, call.fused_capacity,
+                                           call.lean_direct);
       // Within the slot and its total over the node; in the direct form
       // (its address rides in the slot, every rank reads what it needs from
       // the owner's memory) within the direct form's total.
-      const bool in_slot = lean_in_slot(call.bytes, topo.world, call.fused_capacity);
+      const bool in_slot = lean_slot_holds(call.kind, call.bytes, topo.world, call.fused_capacity);
       // (An all-reduce's direct form holds nothing either: each rank reads
       // its shard of the others' inputs piece by piece.)
       const bool reduction = lean_reduction_direct(call.kind, call.bytes, topo.world,

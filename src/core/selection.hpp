@@ -98,32 +98,17 @@ struct CallShape {
 // reads every other's: 64 KiB at 4 ranks, 8 KiB at 32).
 inline constexpr std::size_t kNodeMailboxBytes = std::size_t{64} << 10;
 inline constexpr std::size_t kNodeMailboxTotalBytes = std::size_t{256} << 10;
-// Collectives that only copy stop earlier: from there the node's channels,
-// whose copies pipeline and whose receivers read directly
-// (Config::node_direct_bytes), were faster at np=2 on the development VM
-// (broadcast of 32-64 KiB: 4.8-6.9 / 4.0-5.4 us out-of-place / in-place
-// against the lean path's 5.6-11.3 / 8.0-16.7; all-gather of 16-32 KiB per
-// rank in place: 3.7-4.5 us against 6.3-11.6).
-// That holds where the lean path's inputs are copied through the slots; in
-// the direct form (each reader copies the input straight from the sender's
-// memory, CallShape::lean_direct) the lean path was faster for a broadcast up
-// to kNodeMailboxBytes and an all-gather up to 32 KiB per rank, with the
-// inputs written anew before each call (np=2, out-of-place / in-place:
-// broadcast of 32 / 64 KiB 5.0-5.1 / 8.8-9.2 us out of place against the
-// channels' 10.3-11.3 / 15.9-18.5; all-gather of 32 KiB per rank in place
-// 5.5-6.1 against 7.6-8.1, of 64 KiB 13.6-15.5 out of place against 10.8-11.7).
-// Since the readers read straight into the caller's output (not into scratch
-// first, then copied), the direct form goes past the slot like the
-// all-to-all-v's below: a broadcast up to 2 MiB and an all-gather up to
-// 4 MiB per rank. np=2, `ruccl-perf --world --peers mpi -b 64K -e 8M`, p50
-// ratio to Open MPI (out of place / in place), these caps alternated twice
-// with the slot's: broadcast 128 KiB-1 MiB 0.78-0.94 / 0.99-1.15 against
-// 1.11-1.32 / 1.11-1.59, 2 MiB 0.72-0.83 / 1.05-1.07 against 0.99-1.01 /
-// 1.11-1.12, 4 MiB 0.72-0.77 / 1.02-1.03 against 0.73-0.78 / 0.79-0.81 (so
-// 2 MiB); all-gather (output bytes) 128 KiB-8 MiB in place 0.79-1.08 against
-// 1.09-1.72, out of place 0.71-1.01 against 0.68-1.58.
-inline constexpr std::size_t kNodeMailboxBroadcastBytes = std::size_t{16} << 10;
-inline constexpr std::size_t kNodeMailboxAllGatherBytes = std::size_t{8} << 10;
+// The collectives that only copy (broadcast, all-gather, all-to-all-v) have
+// a direct form besides (lean_copy_direct below): each reader copies the
+// input straight from its owner's memory. Past the slot that form goes on, a
+// broadcast up to 2 MiB and an all-gather up to 4 MiB per rank at first
+// (np=2, `ruccl-perf --world --peers mpi -b 64K -e 8M`, p50 ratio to Open
+// MPI, out of place / in place, these caps alternated twice with the
+// slot's: broadcast 128 KiB-1 MiB 0.78-0.94 / 0.99-1.15 against 1.11-1.32 /
+// 1.11-1.59, 2 MiB 0.72-0.83 / 1.05-1.07 against 0.99-1.01 / 1.11-1.12, 4
+// MiB 0.72-0.77 / 1.02-1.03 against 0.73-0.78 / 0.79-0.81, so 2 MiB;
+// all-gather (output bytes) 128 KiB-8 MiB in place 0.79-1.08 against
+// 1.09-1.72, out of place 0.71-1.01 against 0.68-1.58).
 // The all-gather's cap was 4 MiB per rank, the all-to-all-v's below 2 MiB,
 // the total 8 MiB, and the direct form held to the byte budget like a value
 // form; it holds nothing (each reader copies into the caller's output), so
@@ -150,19 +135,31 @@ inline constexpr std::size_t kNodeMailboxAllGatherDirectBytes = std::size_t{16} 
 inline constexpr std::size_t kNodeMailboxAllToAllVDirectBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kNodeMailboxDirectTotalBytes = std::size_t{64} << 20;
 
-// The smallest input of `kind` that the lean path sends in the direct form,
-// given the configured threshold (Config::lean_direct_bytes; 0: never): at
-// most just past the kind's copy cap above, so that no size between that cap
-// and the threshold leaves the lean path for the channels. With the old
-// rule (the configured 32 KiB for every kind) an all-gather of 8-32 KiB per
-// rank and a broadcast of 16-32 KiB ran the ring over the channels: np=2
-// all-gather of 16 KiB per rank 17.7-23.1 us p50 against Open MPI's
-// 11.2-19.4, and 8.7-9.6 (Open MPI 8.7-10.6) in the direct form; broadcast
-// of 16 KiB in place 9.4-16.3 against 6.7-7.8 (ruccl-perf --world --peers mpi,
-// RUCCL_LEAN_DIRECT_BYTES 32K and 8K alternated). The all-to-all-v, which has
-// no copy cap, keeps the configured threshold (below 32 KiB its copies were
-// faster: 3.1-4.6 us against 4.9-7.1 direct at 8-16 KiB).
-std::size_t lean_direct_threshold(CollectiveKind kind, std::size_t configured) noexcept;
+// Whether the lean path sends an input of `bytes` of `kind` (a collective
+// that only copies) in the direct form, at `world` ranks with the lean
+// lane's `capacity` (RemoteRanks::lean_capacity) and the configured
+// threshold (Config::lean_direct_bytes; 0: never): from the threshold on,
+// and past the slot (lean_slot_holds false) whatever it says, up to the
+// kind's direct cap. Within the slot its copies were faster than the direct
+// reads (process_vm_readv) at every size measured, p50 out of place: np=2,
+// `ruccl-perf --world --peers mpi --coll all -b 16K -e 128K`, two rounds
+// alternated, copies through the slot up to 64 KiB against the copy caps
+// before (16 KiB for a broadcast, 8 KiB per rank for an all-gather, from a
+// slot path that still copied into scratch first; the direct form past
+// them): broadcast of 32 / 64 KiB 3.05-3.20 / 5.05-5.09 us against
+// 6.18-6.64 / 10.35-10.39 (Open MPI 6.39-6.85 / 8.28-9.01), with the inputs
+// written anew before each call 3.24-3.80 / 4.69-6.73 against 10.21-10.24 /
+// 13.75-14.92; all-gather of 16 / 32 KiB per rank 2.67-2.71 / 3.81-3.94
+// against 6.05-6.32 / 7.03-7.50; all-to-all-v of 32 KiB 2.80-2.82 against
+// 7.60-7.75 in the direct form (RUCCL_LEAN_DIRECT_BYTES 128K and 32K).
+// np=4 on 2 cores, the same two thresholds alternated twice: broadcast of 32
+// / 64 KiB 28.7-29.3 / 32.3-33.6 against 53.0-56.8 / 55.5-63.8, all-gather
+// of 32 / 64 KiB per rank 40.9-41.6 / 54.7-55.2 against 88.8-195.0 /
+// 90.3-112.1, all-to-all-v of 32 KiB 32.3-56.6 against 76.7-76.9; an
+// all-to-all-v past the slot in the value form (the channels, after the
+// agreement) was slower still: 64 KiB 172-343 us against 79-80 direct.
+bool lean_copy_direct(CollectiveKind kind, std::size_t bytes, std::size_t world,
+                      std::size_t capacity, std::size_t configured) noexcept;
 // Whether the lean path has a direct form for `kind` within the slot and
 // past it: the collectives that only copy (broadcast, all-gather,
 // all-to-all-v); a reduction's reader copies and then reduces either way
@@ -199,6 +196,10 @@ inline constexpr std::size_t kNodeMailboxAllReduceDirectBytes = std::size_t{64} 
 // is `capacity` (RemoteRanks::lean_capacity), at `world` ranks (within
 // kNodeMailboxTotalBytes over the node).
 bool lean_in_slot(std::size_t bytes, std::size_t world, std::size_t capacity) noexcept;
+// The same for a collective of `kind`: an all-to-all-v's slot holds its send
+// counts too, a word per rank, before its rows.
+bool lean_slot_holds(CollectiveKind kind, std::size_t bytes, std::size_t world,
+                     std::size_t capacity) noexcept;
 // Whether the lean path takes an all-reduce of `bytes` in its direct form
 // (above), given the configured threshold (0: no direct form).
 bool lean_reduction_direct(CollectiveKind kind, std::size_t bytes, std::size_t world,

@@ -670,15 +670,16 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // The direct form where every other rank of the node can read this
     // process's memory (and the channels, whose words carry the readers'
     // "done", exist); the input stays where it is.
-    // Within the slot only for the collectives that copy: there the direct
-    // form saves one of two copies, while a reduction's reader copies and
-    // then reduces either way (with inputs written anew before each call,
-    // np=2 all-reduce and reduce of 8-64 KiB measured no faster, at 8-16 KiB
-    // slower). Not where this rank's output overwrites its input (in place):
-    // the readers would race its writes, and waiting for them first was
-    // slower. From just past a broadcast's or all-gather's copy cap on (the
-    // selection table's rows; core::lean_direct_threshold).
-    const std::size_t threshold = core::lean_direct_threshold(req.kind, lean_direct_bytes_);
+    // Only for the collectives that copy: there the direct form saves one
+    // of two copies, while a reduction's reader copies and then reduces
+    // either way (with inputs written anew before each call, np=2
+    // all-reduce and reduce of 8-64 KiB measured no faster, at 8-16 KiB
+    // slower), and by default only past the slot (core::lean_copy_direct:
+    // within it the copies were faster). Not where this rank's output
+    // overwrites its input (in place): the readers would race its writes,
+    // and waiting for them first was slower.
+    const bool copy_direct =
+        core::lean_copy_direct(req.kind, data, world_, lean_capacity(), lean_direct_bytes_);
     // An all-reduce past the slot has a direct form of its own
     // (direct_all_reduce: into the caller's output, in place too). A rank
     // that cannot take it (no output buffer, one overlapping its input)
@@ -689,8 +690,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     const bool reduction = past_slot && reduces_apart(req, geometry) && readable_by_node(box);
     if (past_slot && !reduction) return std::nullopt;
     const bool direct =
-        reduction || (copies(req.kind) && data > 0 && threshold > 0 && data >= threshold &&
-                      writes_apart(req, geometry, me) && readable_by_node(box));
+        reduction || (copy_direct && writes_apart(req, geometry, me) && readable_by_node(box));
     // The slot holds the input, or in the direct form only its address.
     const std::size_t record = reduction ? kLeanReduceAddress : kLeanAddress;
     if (kLeanHeader + counts + (direct ? record : data) > box.shape().lean_bytes)

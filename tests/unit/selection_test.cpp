@@ -206,11 +206,12 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   other.bytes = kNodeMailboxAllToAllVDirectBytes + 1;
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
   other.bytes = 65537;
-  other.lean_direct = 65538;  // below its threshold: it would copy, past the slot
+  other.lean_direct = 65538;  // below its threshold, but past the slot: direct all the same
+  EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kNodeMailbox);
+  other.lean_direct = 0;  // never direct (a node whose processes cannot read each other)
   EXPECT_EQ(pick(c, other, node(2, 1)), Algorithm::kFlatRing);
-  // Broadcast, all-gather: past the slot in the direct form too (always
-  // direct past their copy caps), up to their caps within the direct form's
-  // total, whatever the budget.
+  // Broadcast, all-gather: past the slot in the direct form too, up to
+  // their caps within the direct form's total, whatever the budget.
   for (CollectiveKind kind : {CollectiveKind::kBroadcast, CollectiveKind::kAllGather}) {
     other.kind = kind;
     other.bytes = 65537;
@@ -224,40 +225,47 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
     EXPECT_EQ(pick(c, other, node(most + 1, 1)), Algorithm::kFlatRing) << collective_name(kind);
     other.budget = Config::kDefaultMaxChunkBytes;
   }
-  // Broadcast up to 16 KiB, all-gather up to 8 KiB per rank (the channels beyond).
-  for (auto [kind, cap] : {std::pair{CollectiveKind::kBroadcast, kNodeMailboxBroadcastBytes},
-                           std::pair{CollectiveKind::kAllGather, kNodeMailboxAllGatherBytes}}) {
-    CallShape at = lean_call(cap);
+  // Broadcast and all-gather copy through the slot as far as it holds them
+  // (64 KiB, all ranks' inputs within 256 KiB), in the direct form past it
+  // (lean_copy_direct), or from a lower configured threshold on.
+  for (CollectiveKind kind : {CollectiveKind::kBroadcast, CollectiveKind::kAllGather}) {
+    CallShape at = lean_call(kLean);
     at.kind = kind;
-    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
-    at.bytes = cap + 1;
-    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
-    // In the direct form up to the slot (from its threshold on).
-    at.lean_direct = cap + 1;
-    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+    for (std::size_t threshold : {std::size_t{0}, Config::kDefaultLeanDirectBytes}) {
+      at.bytes = kLean;
+      at.lean_direct = threshold;
+      EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+      EXPECT_FALSE(lean_copy_direct(kind, kLean, 2, kLean, threshold)) << collective_name(kind);
+      // Past the slot: the direct form, or (never direct) the channels.
+      at.bytes = kLean + 1;
+      EXPECT_EQ(pick(c, at, node(2, 1)),
+                threshold == 0 ? Algorithm::kFlatRing : Algorithm::kNodeMailbox)
+          << collective_name(kind);
+      EXPECT_EQ(lean_copy_direct(kind, kLean + 1, 2, kLean, threshold), threshold > 0);
+      // Past the slot's total over the node's inputs (8 ranks x 40 KiB).
+      at.bytes = std::size_t{40} << 10;
+      EXPECT_EQ(lean_copy_direct(kind, at.bytes, 8, kLean, threshold), threshold > 0);
+      EXPECT_FALSE(lean_copy_direct(kind, at.bytes, 4, kLean, threshold));
+    }
+    // A lower threshold: the direct form from it on, within the slot too.
+    EXPECT_TRUE(lean_copy_direct(kind, 1024, 2, kLean, 1024));
+    EXPECT_FALSE(lean_copy_direct(kind, 1023, 2, kLean, 1024));
+    EXPECT_FALSE(lean_copy_direct(kind, 0, 2, kLean, 1));  // nothing to read
+    // Up to the direct form's cap, not past it.
     const std::size_t direct_cap = kind == CollectiveKind::kAllGather
                                        ? kNodeMailboxAllGatherDirectBytes
                                        : kNodeMailboxBroadcastDirectBytes;
+    at.lean_direct = Config::kDefaultLeanDirectBytes;
     at.bytes = direct_cap;
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
     at.bytes = direct_cap + 1;
     EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
-    // Past the cap the direct form is taken whatever the configured threshold
-    // (the 32 KiB default, or more): no size leaves the lean path for the
-    // channels between the cap and the threshold.
-    at.bytes = cap + 1;
-    at.lean_direct = Config::kDefaultLeanDirectBytes;
-    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
-    at.lean_direct = kLean;
-    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
-    at.lean_direct = 0;  // never direct (a node whose processes cannot read each other)
-    EXPECT_EQ(pick(c, at, node(2, 1)), Algorithm::kFlatRing) << collective_name(kind);
-    // The threshold the lean path sends by: just past the cap at the most.
-    EXPECT_EQ(lean_direct_threshold(kind, Config::kDefaultLeanDirectBytes), cap + 1);
-    EXPECT_EQ(lean_direct_threshold(kind, kLean), cap + 1);
-    EXPECT_EQ(lean_direct_threshold(kind, 1024), 1024u);
-    EXPECT_EQ(lean_direct_threshold(kind, 0), 0u);
+    EXPECT_FALSE(lean_copy_direct(kind, direct_cap + 1, 2, kLean, 1));
   }
+  // Reductions have no such form.
+  for (CollectiveKind kind :
+       {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kReduceScatter})
+    EXPECT_FALSE(lean_copy_direct(kind, kLean + 1, 2, kLean, 1)) << collective_name(kind);
   // An all-reduce past the slot (past 64 KiB at np=2, past 256 KiB over the
   // node's inputs at np=4) has a direct form of its own, up to its cap,
   // whatever the budget; a reduce or reduce-scatter has none.
@@ -303,10 +311,21 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
                                      Config::kDefaultLeanDirectBytes));
   EXPECT_TRUE(lean_reduction_direct(CollectiveKind::kAllReduce, kNodeMailboxAllReduceDirectBytes,
                                     1024, kLean, Config::kDefaultLeanDirectBytes));
-  // The all-to-all-v has no copy cap: the configured threshold.
-  EXPECT_EQ(lean_direct_threshold(CollectiveKind::kAllToAllV, Config::kDefaultLeanDirectBytes),
-            Config::kDefaultLeanDirectBytes);
-  EXPECT_EQ(lean_direct_threshold(CollectiveKind::kAllToAllV, 0), 0u);
+  // An all-to-all-v's slot holds its send counts too (a word per rank): 64
+  // KiB of rows do not fit it, so they go in the direct form.
+  constexpr CollectiveKind kA2a = CollectiveKind::kAllToAllV;
+  EXPECT_TRUE(lean_slot_holds(kA2a, kLean - 16, 2, kLean));
+  EXPECT_FALSE(lean_slot_holds(kA2a, kLean - 15, 2, kLean));
+  EXPECT_TRUE(lean_slot_holds(CollectiveKind::kBroadcast, kLean, 2, kLean));
+  EXPECT_FALSE(lean_slot_holds(kA2a, 0, SIZE_MAX, kLean));  // (no overflow)
+  EXPECT_FALSE(lean_copy_direct(kA2a, 32 << 10, 2, kLean, Config::kDefaultLeanDirectBytes));
+  EXPECT_TRUE(lean_copy_direct(kA2a, kLean - 15, 2, kLean, Config::kDefaultLeanDirectBytes));
+  EXPECT_FALSE(lean_copy_direct(kA2a, kLean - 15, 2, kLean, 0));
+  CallShape rows = lean_call(kLean - 15);
+  rows.kind = kA2a;
+  EXPECT_EQ(pick(c, rows, node(2, 1)), Algorithm::kFlatRing);  // (never direct: the channels)
+  rows.lean_direct = Config::kDefaultLeanDirectBytes;
+  EXPECT_EQ(pick(c, rows, node(2, 1)), Algorithm::kNodeMailbox);
   // RUCCL_LEAN_BYTES lowers the threshold; 0 turns the lean path off.
   const Config lower = Config().with_lean_bytes(1024);
   EXPECT_EQ(pick(lower, lean_call(1024), node(2, 1)), Algorithm::kNodeMailbox);
