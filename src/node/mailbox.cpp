@@ -35,14 +35,13 @@ constexpr std::size_t kNoticeText = kNoticeBytes - 32;
 constexpr std::size_t kLine = 64;
 // A waiter fetches the lines of a lean slot along with its flag (wait's
 // `expect`) for a message of at most this many lines (with the slot's
-// header; an input of up to 288 bytes in the compact form). np=2, six runs
-// alternated with the waiter that fetches nothing, p50 of 64-256 B 0.45-0.71
-// us against 0.54-1.09 (all six collectives, 28-36 of 36 pairs faster); but
-// a message of 9 lines (512 B) took 1.4-1.6 us in 4 of 36 runs against
-// 0.6-0.8, and 1-4 KiB 0.1-0.3 us more when the first 8 lines of longer
-// ones were fetched (a writer loses the lines it writes on every poll of a
-// waiter that came first; the hardware fetches a long message's lines ahead
-// anyway).
+// header; an input of up to 288 bytes in the compact form). np=2, four runs
+// alternated with the waiter that fetches nothing, p50 of 64-256 B (every
+// collective whose message is 2-5 lines) 0.45-0.73 us against 0.57-0.82. Up
+// to 16 lines (six runs): 64-256 B alike, but 512 B took 1.4-1.6 us in 4 of
+// 36 runs against 0.6-0.8; the first 8 lines of any message: 1-4 KiB 0.1-0.3
+// us slower (a writer loses the lines it writes on every poll of a waiter
+// that came first; the hardware fetches a long message's lines ahead anyway).
 constexpr std::size_t kPrefetchLines = 5;
 
 std::size_t round_up(std::size_t n) { return (n + kLine - 1) / kLine * kLine; }
