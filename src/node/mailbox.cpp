@@ -555,22 +555,31 @@ Status Mailbox::wait_until(std::size_t me, std::span<const std::size_t> watch,
   }
 }
 
+namespace {
+// The end of the lines a waiter expecting `expect` bytes fetches from a lean
+// slot of `capacity` (kPrefetchLines), 0 where it fetches none; the fetch.
+std::size_t fetch_end(std::size_t expect, std::size_t capacity) {
+  return expect <= capacity && kSlotHeader + expect <= kPrefetchLines * kLine ? kSlotHeader + expect
+                                                                              : 0;
+}
+void fetch_lines(const std::byte* slot, std::size_t end) {
+  for (std::size_t line = kLine; line < end; line += kLine) __builtin_prefetch(slot + line, 0, 3);
+}
+}  // namespace
+
 void Mailbox::prefetch_lean(std::size_t rank, std::uint64_t seq, std::size_t expect) const {
-  const std::byte* lean = slot_at(rank, seq, Lane::kLean);
-  const std::size_t end = kSlotHeader + expect;
-  if (end > kPrefetchLines * kLine || expect > shape_.lean_bytes) return;
-  for (std::size_t line = kLine; line < end; line += kLine) __builtin_prefetch(lean + line, 0, 3);
+  fetch_lines(slot_at(rank, seq, Lane::kLean), fetch_end(expect, shape_.lean_bytes));
 }
 
 Result<Mailbox::Message> Mailbox::wait(std::size_t me, std::size_t rank, std::uint64_t seq,
                                        Clock::time_point deadline, Lane lane, std::size_t expect) {
   std::byte* full = slot_at(rank, seq, Lane::kFull);
   std::byte* lean = lane == Lane::kLean ? slot_at(rank, seq, Lane::kLean) : nullptr;
-  const bool fetch = lean != nullptr && kSlotHeader + expect > kLine &&
-                     kSlotHeader + expect <= kPrefetchLines * kLine;
+  // (Computed once: every poll fetches the same lines.)
+  const std::size_t fetch = lean != nullptr ? fetch_end(expect, shape_.lean_bytes) : 0;
   // The slot holding `seq`, if any (the full lane first).
   const auto ready = [&]() -> std::byte* {
-    if (fetch) prefetch_lean(rank, seq, expect);
+    fetch_lines(lean, fetch);
     if (atomic_at<std::uint64_t>(full).load(std::memory_order_seq_cst) == seq + 1) return full;
     if (lean && atomic_at<std::uint64_t>(lean).load(std::memory_order_seq_cst) == seq + 1)
       return lean;
