@@ -1,5 +1,8 @@
 // f16 and bf16 <-> f32 conversions, round-to-nearest-even, no hardware needed.
 // f16/bf16 arithmetic in ruccl is done in f32 and rounded once per combine.
+// Included only by host_kernels_loops.inc, once per instruction set: the
+// functions have internal linkage (an unnamed namespace), so that each set's
+// file keeps its own copy and the linker never hands one set's code to another.
 #pragma once
 
 #include <cmath>
@@ -7,6 +10,7 @@
 #include <cstring>
 
 namespace ruccl::host {
+namespace {  // NOLINT(cert-dcl59-cpp): one copy per instruction set's file, above
 
 inline std::uint32_t f32_bits(float f) { std::uint32_t u; std::memcpy(&u, &f, 4); return u; }
 inline float bits_f32(std::uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
@@ -45,4 +49,5 @@ inline std::uint16_t f32_to_bf16(float f) {
   return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
+}  // namespace
 }  // namespace ruccl::host
