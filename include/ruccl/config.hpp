@@ -33,7 +33,10 @@ class Config {
   static constexpr std::size_t kDefaultFlightRecorder = 64;                    // entries per rank
   static constexpr std::size_t kDefaultOneShotBytes = 4096;                    // 4 KiB
   static constexpr std::size_t kMaxLeanBytes = std::size_t{64} << 10;          // 64 KiB
-  static constexpr std::size_t kDefaultNodeDirectBytes = std::size_t{256} << 10;  // 256 KiB
+  // Off: the copy-only collectives that gained from it take the lean path's
+  // direct form at those sizes since the thirty-first session, and the
+  // all-reduce's gathers were slower with it (README "Node shared memory").
+  static constexpr std::size_t kDefaultNodeDirectBytes = 0;
   // 128 KiB: past the lean slot (64 KiB) only, where the direct form is taken anyway.
   static constexpr std::size_t kDefaultLeanDirectBytes = std::size_t{128} << 10;
   static constexpr std::size_t kDefaultMpiAllocMemBytes = 0;  // off
