@@ -1,9 +1,9 @@
 // The host loops per instruction set (host_kernels_loops.inc built for the
 // baseline, AVX2 and AVX-512): every set this CPU runs gives the generic
-// loops' bits (NaN payloads aside: see same_value) for every dtype and op, in place and out of place, at counts
-// around every vector width (the vector bodies and their scalar tails), on
-// inputs full of special values (NaN, infinities, signed zeros, subnormals,
-// integer extremes). And reduce/divide run the best set the CPU has.
+// loops' bits (NaN payloads aside: see same_value) for every dtype and op, in place and out of
+// place, at counts around every vector width (the vector bodies and their scalar tails), on inputs
+// full of special values (NaN, infinities, signed zeros, subnormals, integer extremes). And
+// reduce/divide run the best set the CPU has.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -23,8 +23,8 @@ using host::HostIsa;
 
 // Counts around 16/32/64-byte vectors of 1-8 byte elements, unrolled bodies
 // and their tails.
-constexpr std::size_t kCounts[] = {0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65,
-                                   127, 128, 129, 255, 257, 1000, 4099};
+constexpr std::size_t kCounts[] = {0,  1,  2,  3,  7,   8,   15,  16,  17,  31,   32,
+                                   33, 63, 64, 65, 127, 128, 129, 255, 257, 1000, 4099};
 
 // `bytes` of inputs: random bits, with every fourth element of a floating
 // dtype one of its special values (bit patterns), so that Min/Max meet NaN on
@@ -36,14 +36,24 @@ std::vector<std::byte> input(DataType dtype, std::size_t count, std::uint32_t se
   for (auto& b : v) b = static_cast<std::byte>(draw() & 0xFF);
   std::vector<std::uint64_t> special;
   switch (dtype) {
-    case DataType::kF16: special = {0x7E00, 0xFE01, 0x7C00, 0xFC00, 0x0000, 0x8000, 0x0001, 0x7BFF}; break;
-    case DataType::kBF16: special = {0x7FC0, 0xFF81, 0x7F80, 0xFF80, 0x0000, 0x8000, 0x0001, 0x7F7F}; break;
+    case DataType::kF16:
+      special = {0x7E00, 0xFE01, 0x7C00, 0xFC00, 0x0000, 0x8000, 0x0001, 0x7BFF};
+      break;
+    case DataType::kBF16:
+      special = {0x7FC0, 0xFF81, 0x7F80, 0xFF80, 0x0000, 0x8000, 0x0001, 0x7F7F};
+      break;
     case DataType::kF32:
       special = {0x7FC00000, 0xFF800001, 0x7F800000, 0xFF800000, 0, 0x80000000, 1, 0x7F7FFFFF};
       break;
     case DataType::kF64:
-      special = {0x7FF8000000000000, 0xFFF0000000000001, 0x7FF0000000000000, 0xFFF0000000000000,
-                 0, 0x8000000000000000, 1, 0x7FEFFFFFFFFFFFFF};
+      special = {0x7FF8000000000000,
+                 0xFFF0000000000001,
+                 0x7FF0000000000000,
+                 0xFFF0000000000000,
+                 0,
+                 0x8000000000000000,
+                 1,
+                 0x7FEFFFFFFFFFFFFF};
       break;
     default: special = {0, 1, ~std::uint64_t{0}, std::uint64_t{1} << (es * 8 - 1)}; break;
   }

@@ -49,8 +49,8 @@ HostIsa best_isa() noexcept {
   return HostIsa::kGeneric;
 }
 
-bool reduce_with(HostIsa isa, DataType dtype, ReduceOp op, void* dst, const void* a,
-                 const void* b, std::size_t count) noexcept {
+bool reduce_with(HostIsa isa, DataType dtype, ReduceOp op, void* dst, const void* a, const void* b,
+                 std::size_t count) noexcept {
   switch (isa) {
 #if RUCCL_HOST_AVX2
     case HostIsa::kAvx2: return avx2::reduce(dtype, op, dst, a, b, count);
@@ -126,8 +126,8 @@ Status divide(DataType dtype, void* data, std::size_t count, std::size_t divisor
   return checked_divide(host_isa(), dtype, data, count, divisor);
 }
 
-Status reduce_on(HostIsa isa, DataType dtype, ReduceOp op, void* dst, const void* a,
-                 const void* b, std::size_t count) {
+Status reduce_on(HostIsa isa, DataType dtype, ReduceOp op, void* dst, const void* a, const void* b,
+                 std::size_t count) {
   if (!isa_runs(isa)) return not_here(isa);
   return checked_reduce(isa, dtype, op, dst, a, b, count);
 }
