@@ -171,9 +171,20 @@ bool has_lean_direct_form(CollectiveKind kind) noexcept;
 // reads the others' shards from their outputs (a reduce-scatter and an
 // all-gather in two rounds, where the ring over the channels takes 2(n-1)
 // hand-offs, each a switch on an oversubscribed node), up to
-// kNodeMailboxAllReduceShardBytes x n x n for n ranks (np=2: 128 KiB, np=4:
-// 512 KiB) and at most kNodeMailboxAllReduceDirectBytes: beyond, the ring
-// over the channels pipelines its copies and was faster. np=2 / np=4 on 2
+// kNodeMailboxAllReduceShardBytes x n x n for n ranks (np=4: 128 KiB; at
+// np=2 that is within the slot: none) and at most
+// kNodeMailboxAllReduceDirectBytes: beyond, the ring over the channels
+// pipelines its copies and was faster. It was 32 KiB x n x n until the
+// thirty-second session, whose faster host reductions (AVX-512) and channels
+// without process_vm_readv (RUCCL_NODE_DIRECT_BYTES 0) made the ring the
+// faster from the slot's end at np=2 and from 256 KiB at np=4 (p50 ratio to
+// Open MPI, out of place / in place, alternated: np=2 72-112 KiB 0.59-0.61 /
+// 0.64-0.69 against 0.71-0.76 / 0.88-0.94, 128 KiB 0.54-0.64 / 0.61-0.79
+// against 0.71-0.77 / 0.90-1.01 (three rounds); np=4 on 2 cores 256 KiB
+// 0.64-0.80 / 0.70-0.82 against 0.98-1.00 / 0.91-1.03, 512 KiB 0.58-0.91 /
+// 0.55-0.80 against 0.93 / 1.03-1.08 (two rounds each); at 96 KiB the direct
+// form 0.91-1.00 against the ring's 0.74-1.07). The first measurements, of
+// 32 KiB x n x n against the ring before those changes: np=2 / np=4 on 2
 // cores, `ruccl-perf --world --peers mpi`, p50 ratio to Open MPI, out of
 // place / in place, the direct form alternated twice with the channels:
 // np=2 80-96 KiB 0.69-0.71 / 0.86-0.87 against 0.75-0.87 / 1.18-1.24, 128
@@ -190,7 +201,7 @@ bool has_lean_direct_form(CollectiveKind kind) noexcept;
 // scratch, read by the root) was slower than the channels' chain: np=2 128
 // KiB 2.1-2.4 against 0.96-1.49, np=4 128-512 KiB 1.09-2.0 against
 // 0.73-1.20 (the reduce keeps the channels).
-inline constexpr std::size_t kNodeMailboxAllReduceShardBytes = std::size_t{32} << 10;
+inline constexpr std::size_t kNodeMailboxAllReduceShardBytes = std::size_t{8} << 10;
 inline constexpr std::size_t kNodeMailboxAllReduceDirectBytes = std::size_t{64} << 20;
 // Whether an input of `bytes` rides in the lean slot, whose message capacity
 // is `capacity` (RemoteRanks::lean_capacity), at `world` ranks (within

@@ -266,21 +266,30 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   for (CollectiveKind kind :
        {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kReduceScatter})
     EXPECT_FALSE(lean_copy_direct(kind, kLean + 1, 2, kLean, 1)) << collective_name(kind);
-  // An all-reduce past the slot (past 64 KiB at np=2, past 256 KiB over the
-  // node's inputs at np=4) has a direct form of its own, up to its cap,
-  // whatever the budget; a reduce or reduce-scatter has none.
+  // An all-reduce past the slot (past 64 KiB per rank, past 256 KiB over
+  // the node's inputs) has a direct form of its own, up to 8 KiB x ranks x
+  // ranks (np=4: 128 KiB, np=8: 512 KiB), whatever the budget; at np=2 that
+  // ends within the slot, so past it the ring over the channels runs; a
+  // reduce or reduce-scatter has none.
+  EXPECT_LT(kNodeMailboxAllReduceShardBytes * 2 * 2, kLean);
+  EXPECT_FALSE(lean_reduction_direct(CollectiveKind::kAllReduce, kLean + 1, 2, kLean,
+                                     Config::kDefaultLeanDirectBytes));
+  {
+    CallShape np2 = lean_call(kLean + 1, 32 << 10);
+    np2.lean_direct = Config::kDefaultLeanDirectBytes;
+    EXPECT_EQ(pick(c, np2, node(2, 1)), Algorithm::kFlatRing);
+  }
   EXPECT_FALSE(lean_in_slot(kLean + 1, 2, kLean));
   EXPECT_TRUE(lean_in_slot(kLean, 4, kLean));
   EXPECT_FALSE(lean_in_slot(kLean + 1, 4, kLean));
   EXPECT_FALSE(lean_in_slot(32 << 10, 9, kLean));
-  for (auto [ranks, past] : {std::pair{2u, kLean + 1}, std::pair{4u, kLean + 1},
-                             std::pair{8u, std::size_t{32 << 10} + 1}}) {
+  for (auto [ranks, past] : {std::pair{4u, kLean + 1}, std::pair{8u, std::size_t{32 << 10} + 1}}) {
     CallShape big = lean_call(past, 32 << 10);
     big.lean_direct = Config::kDefaultLeanDirectBytes;
     EXPECT_TRUE(lean_reduction_direct(big.kind, past, ranks, kLean, big.lean_direct)) << ranks;
     EXPECT_FALSE(lean_reduction_direct(big.kind, past - 1, ranks, kLean, big.lean_direct)) << ranks;
     EXPECT_EQ(pick(c, big, node(ranks, 1)), Algorithm::kNodeMailbox) << ranks;
-    // Up to 32 KiB x ranks x ranks (np=2: 128 KiB, np=4: 512 KiB).
+    // Up to 8 KiB x ranks x ranks (np=4: 128 KiB, np=8: 512 KiB).
     big.bytes = kNodeMailboxAllReduceShardBytes * ranks * ranks;
     EXPECT_EQ(pick(c, big, node(ranks, 1)), Algorithm::kNodeMailbox) << ranks;
     big.bytes += 1;
@@ -302,10 +311,10 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   // node_mailbox row then ends at it.
   CallShape past_slot = lean_call(kLean + 1);
   past_slot.lean_direct = Config::kDefaultLeanDirectBytes;
-  EXPECT_EQ(pick(c, past_slot, node(2, 1)), Algorithm::kNodeMailbox);
-  EXPECT_NE(pick(Config().with_lean_bytes(32 << 10), past_slot, node(2, 1)),
+  EXPECT_EQ(pick(c, past_slot, node(4, 1)), Algorithm::kNodeMailbox);
+  EXPECT_NE(pick(Config().with_lean_bytes(32 << 10), past_slot, node(4, 1)),
             Algorithm::kNodeMailbox);
-  EXPECT_EQ(kNodeMailboxAllReduceShardBytes * 2 * 2, std::size_t{128} << 10);
+  EXPECT_EQ(kNodeMailboxAllReduceShardBytes * 4 * 4, std::size_t{128} << 10);
   EXPECT_FALSE(lean_reduction_direct(CollectiveKind::kAllReduce,
                                      kNodeMailboxAllReduceDirectBytes + 1, 1024, kLean,
                                      Config::kDefaultLeanDirectBytes));
