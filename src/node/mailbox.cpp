@@ -443,31 +443,45 @@ const std::byte* Mailbox::view(std::size_t from, std::uint64_t address, std::siz
 
 Status Mailbox::read_from(std::size_t from, std::size_t to, std::uint64_t address, void* dst,
                           std::size_t bytes, Clock::time_point deadline) {
-  const std::size_t p = from / shape_.per_process;
-  if (p >= pids_.size()) return Status(ErrorCode::kInternal, "read_from: no such process");
   // In one of that process's regions: a copy from this process's mapping.
   if (const std::byte* in_place = view(from, address, bytes))
     return read_guarded(from, to, deadline, [&] {
       std::memcpy(dst, in_place, bytes);
       return Status::ok();
     });
+  return cross(from, to, address, static_cast<std::byte*>(dst), bytes, deadline, false);
+}
+
+Status Mailbox::write_to(std::size_t from, std::size_t to, std::uint64_t address, const void* src,
+                         std::size_t bytes, Clock::time_point deadline) {
+  // (The buffer is the caller's own memory in its process, never one of the
+  // regions: the system call, like a read outside them.)
+  return cross(from, to, address, static_cast<std::byte*>(const_cast<void*>(src)), bytes, deadline,
+               true);
+}
+
+Status Mailbox::cross(std::size_t from, std::size_t to, std::uint64_t address, std::byte* here,
+                      std::size_t bytes, Clock::time_point deadline, bool write) {
+  const std::size_t p = from / shape_.per_process;
+  if (p >= pids_.size()) return Status(ErrorCode::kInternal, "cross-process copy: no such process");
   return read_guarded(from, to, deadline, [&]() -> Status {
-    auto* out = static_cast<std::byte*>(dst);
     std::size_t done = 0;
     while (done < bytes) {
-      iovec local{out + done, bytes - done};
+      iovec local{here + done, bytes - done};
       // An address in another process's memory, for the kernel only.
       // NOLINTNEXTLINE(performance-no-int-to-ptr)
       iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address + done)),
                    bytes - done};
-      const ssize_t n = ::process_vm_readv(pids_[p], &local, 1, &remote, 1, 0);
+      const ssize_t n = write ? ::process_vm_writev(pids_[p], &local, 1, &remote, 1, 0)
+                              : ::process_vm_readv(pids_[p], &local, 1, &remote, 1, 0);
       if (n <= 0) {
         const int err = n < 0 ? errno : EFAULT;
         if (err == EINTR) continue;
         if (err == ESRCH)
           return Status(ErrorCode::kPeerFailure, name(from) + " died: its process exited");
         return Status(ErrorCode::kProtocolError,
-                      "reading " + std::to_string(bytes) + " bytes of " + name(from) +
+                      std::string(write ? "writing " : "reading ") + std::to_string(bytes) +
+                          " bytes " + (write ? "into " : "of ") + name(from) +
                           "'s memory at the address it published: " + std::strerror(err));
       }
       done += static_cast<std::size_t>(n);

@@ -190,6 +190,16 @@ class Mailbox {
   // for until `deadline`). kPeerFailure when that process is gone.
   Status read_from(std::size_t from, std::size_t to, std::uint64_t address, void* dst,
                    std::size_t bytes, Clock::time_point deadline);
+  // The same for a write of `bytes` at `src` (this process's memory) into
+  // node rank `from`'s memory at `address` (process_vm_writev), which `from`
+  // published as a target (the lean broadcast's receivers): guarded alike,
+  // so that once `from` withdrew no write starts and none is in progress
+  // (but for withdraw's one exception: a writer stopped inside it, by
+  // SIGSTOP or a debugger, for a second past the owner's deadline, whose
+  // write, resumed, lands in the failed collective's output after the
+  // owner returned).
+  Status write_to(std::size_t from, std::size_t to, std::uint64_t address, const void* src,
+                  std::size_t bytes, Clock::time_point deadline);
   // The same protection for a read of `from`'s memory the consumer makes
   // itself (through view()): `read` runs only if the producer has not
   // withdrawn, and withdraw waits for it to end.
@@ -271,6 +281,10 @@ class Mailbox {
   // read_guarded's halves: raises the consumer's `reading` flag, or returns
   // the error of a producer that withdrew (flag lowered again); lowers it.
   Status begin_read(std::size_t from, std::size_t to, Clock::time_point deadline);
+  // read_from's and write_to's system calls, guarded: into `here` (a read)
+  // or from it (a write).
+  Status cross(std::size_t from, std::size_t to, std::uint64_t address, std::byte* here,
+               std::size_t bytes, Clock::time_point deadline, bool write);
   void end_read(std::size_t from, std::size_t to);
 };
 

@@ -25,7 +25,10 @@ constexpr std::size_t kLeanHeader = 64;
 constexpr std::uint64_t kDirectBit = std::uint64_t{1} << 34;
 constexpr std::size_t kLeanAddress = 2 * sizeof(std::uint64_t);
 // An all-reduce's direct form (core::lean_reduction_direct): its input's
-// address and bytes, then its output's address, three words.
+// address and bytes, then its output's address, three words; a broadcast
+// root's: then the bytes it writes at the end of each receiver's output
+// that a receiver posted in its own two words (its output's address and
+// bytes) with kDirectBit.
 constexpr std::size_t kLeanReduceAddress = 3 * sizeof(std::uint64_t);
 using LeanHeader = std::array<std::uint64_t, kLeanHeader / 8>;
 

@@ -220,15 +220,21 @@ struct LeanScratch {
     // header's form, counts, and the tensor's bytes or an address record):
     // the lines the reader fetches while it waits (Mailbox::wait).
     std::size_t expect = 0;
+    bool target = false;    // a broadcast's receiver that posted its output (receives_split)
+    std::size_t share = 0;  // a broadcast's root: what it writes of each such output
   };
   Posted posted;
   // This rank's own operand where it may not be the caller's input: a copy
   // of it (at most a slot's bytes), kept across collectives.
   std::vector<std::byte> own_copy;
   std::vector<std::uint64_t> address;  // a direct rank's input (0: in its slot)
-  std::vector<std::uint64_t> output;   // a direct all-reduce rank's output
-  std::vector<std::size_t> pending;    // the ranks whose shards a direct all-reduce still reads
-  std::vector<std::size_t> unstaged;   // ... as node ranks (their processes watched)
+  std::vector<std::uint64_t> output;   // a direct all-reduce rank's output, broadcast root's share
+  // A broadcast's receiver's output, which the root fills in part (its
+  // address, 0: none; its bytes): receives_split.
+  std::vector<std::uint64_t> target;
+  std::vector<std::size_t> target_bytes;
+  std::vector<std::size_t> pending;   // the ranks whose shards a direct all-reduce still reads
+  std::vector<std::size_t> unstaged;  // ... as node ranks (their processes watched)
   // Per rank: its part of this rank's output was read straight into the
   // caller's output buffer (read_direct), so lean_run copies nothing of it.
   std::vector<char> placed;
@@ -689,10 +695,23 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         core::lean_reduction_direct(req.kind, data, world_, lean_capacity(), lean_direct_bytes_);
     const bool reduction = past_slot && reduces_apart(req, geometry) && readable_by_node(box);
     if (past_slot && !reduction) return std::nullopt;
-    const bool direct =
-        reduction || (copy_direct && writes_apart(req, geometry, me) && readable_by_node(box));
-    // The slot holds the input, or in the direct form only its address.
-    const std::size_t record = reduction ? kLeanReduceAddress : kLeanAddress;
+    // A broadcast's receiver that the root helps (receives_split): its
+    // output's address and bytes in the place of a direct input's.
+    const bool target = receives_split(req, geometry, box);
+    const bool direct = target || reduction ||
+                        (copy_direct && writes_apart(req, geometry, me) && readable_by_node(box));
+    // A broadcast's root in the direct form writes the end of every
+    // receiver's output that posted it (receives_split), a world's share in
+    // whole pages, as the receivers read the rest: where it copies nothing
+    // else (in place; out of place, or into a new tensor, its own copy is
+    // as much as a receiver's: np=2, 1 MiB out of place with a share, 79-81
+    // us against 72 without).
+    const bool sends_split = direct && !target && req.kind == CollectiveKind::kBroadcast;
+    const std::size_t share =
+        sends_split && req.out && req.out->data == req.in.data ? data / world_ / kPage * kPage : 0;
+    // The slot holds the input, or in the direct form only its address (and
+    // an all-reduce's output, a broadcast's share).
+    const std::size_t record = reduction || sends_split ? kLeanReduceAddress : kLeanAddress;
     if (kLeanHeader + counts + (direct ? record : data) > box.shape().lean_bytes)
       return std::nullopt;
     LeanScratch& k = lean_[local];
@@ -720,10 +739,14 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       const std::uint64_t c = req.send_counts[d];
       std::memcpy(slot.data() + hb + d * sizeof c, &c, sizeof c);
     }
-    if (direct) {
+    if (target) {
+      const std::uint64_t where[2] = {reinterpret_cast<std::uintptr_t>(req.out->data),
+                                      geometry.count * dtype_size(req.dtype)};
+      std::memcpy(slot.data() + hb, where, record);
+    } else if (direct) {
       const std::uint64_t where[3] = {reinterpret_cast<std::uintptr_t>(req.in.data), data,
                                       reduction ? reinterpret_cast<std::uintptr_t>(req.out->data)
-                                                : std::uintptr_t{0}};
+                                                : std::uint64_t{share}};
       std::memcpy(slot.data() + hb + counts, where, record);
     } else if (data > 0 && a2a) {
       // Every block but this rank's own, which lean_run copies from the input.
@@ -751,9 +774,17 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       own_at = k.own_copy.data();
     }
     const std::size_t tensor = geometry.count * dtype_size(req.dtype);
-    k.posted = {seq,    direct,           &head,
-                own_at, kept ? 0 : bytes, request_key,
-                kept,   from_input,       hb + counts + (direct ? record : tensor)};
+    k.posted = {seq,
+                direct,
+                &head,
+                own_at,
+                kept ? 0 : bytes,
+                request_key,
+                kept,
+                from_input,
+                hb + counts + (direct ? record : tensor),
+                target,
+                share};
     return std::optional<Status>(std::in_place);  // ok (built in place: no move per call)
   }
   std::optional<Result<core::RankOutcome>> lean_collect(std::size_t local, std::uint64_t seq,
@@ -784,6 +815,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       k.address.resize(world_);
       k.output.resize(world_);
       k.placed.resize(world_);
+      k.target.resize(world_);
+      k.target_bytes.resize(world_);
       k.raw.resize(world_);
       k.compact.resize(world_);
     }
@@ -801,6 +834,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       k.sizes[r] = 0;
       k.address[r] = 0;
       k.placed[r] = 0;
+      k.target[r] = 0;
       if (r == me) {
         k.heads[r] = head;
         // (An all-to-all-v's counts stay in the slot; its own rows are the input.)
@@ -837,8 +871,13 @@ class WorldRemoteRanks final : public core::RemoteRanks {
       k.sizes[r] = got.size() - their;
       if (same_a2a && !same_a2a_slot(fit, k, r)) same_a2a = false;
       if ((k.heads[r][0] & kDirectBit) != 0) {
-        if (direct_record(k, r, a2a)) any_direct = true;
-        else lean = false;
+        if (receiver_head(k.heads[r])) {
+          if (!target_record(k, r)) lean = false;
+        } else if (direct_record(k, r, a2a)) {
+          any_direct = true;
+        } else {
+          lean = false;
+        }
       }
     }
     // An all-reduce's direct form takes every rank's (a rank of the other
@@ -879,10 +918,21 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         return lean_failed(box, me - base, seq, req.kind, true, reduced, deadline);
       return Result<core::RankOutcome>(core::RankOutcome{});
     }
+    // A broadcast's root fills its share of every receiver that posted its
+    // output (receives_split), and says so; those receivers read the rest.
+    const bool bcast = fit.plan.kind == CollectiveKind::kBroadcast;
+    if (bcast && me == fit.plan.root) {
+      Status helped = help_receivers(box, k, fit.plan, req, me, base, seq, posted.share, deadline);
+      if (!helped.is_ok())
+        return lean_failed(box, me - base, seq, req.kind, direct, helped, deadline);
+    }
     // The direct inputs this rank needs, copied from their ranks' memory;
     // then every direct rank hears that this one is done with its input.
     if (any_direct) {
-      Status read = read_direct(box, k, fit.plan, req, me, base, deadline);
+      // (A broadcast root's share: in its record, checked by direct_record.)
+      const std::size_t share =
+          bcast && posted.target && k.address[fit.plan.root] != 0 ? k.output[fit.plan.root] : 0;
+      Status read = read_direct(box, k, fit.plan, req, me, base, share, deadline);
       if (!read.is_ok()) return lean_failed(box, me - base, seq, req.kind, direct, read, deadline);
       for (std::size_t r = 0; r < world_; ++r)
         if (r != me && k.address[r] != 0) box.lean_done(r - base, me - base, seq);
@@ -890,9 +940,12 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     auto outcome = core::catch_to_status(ErrorCode::kInternal, "the lean path", [&] {
       return lean_run(fit.plan, req, me, k.inputs, k.placed, adapter, device);
     });
-    // A direct rank's input stays the readers' until every one is done.
+    // A direct rank's input stays the readers' until every one is done; a
+    // receiver's output the root's until it filled its share.
     if (direct) {
-      Status released = await_readers(box, k, me - base, seq, req.kind, deadline);
+      Status released =
+          posted.target ? await_root(box, me - base, fit.plan.root - base, seq, req.kind, deadline)
+                        : await_readers(box, k, me - base, seq, req.kind, deadline);
       if (!released.is_ok())
         return lean_failed(box, me - base, seq, req.kind, true, released, deadline);
     }
@@ -966,18 +1019,76 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   bool direct_record(LeanScratch& k, std::size_t r, bool a2a) const {
     const auto kind = static_cast<CollectiveKind>((k.heads[r][0] >> 24) & 0xff);
     const bool reduction = kind == CollectiveKind::kAllReduce;
+    const bool bcast = kind == CollectiveKind::kBroadcast;
     if (!copies(kind) && !reduction) return false;
     const std::size_t counts = a2a ? world_ * sizeof(std::uint64_t) : 0;
-    const std::size_t record = reduction ? kLeanReduceAddress : kLeanAddress;
+    const std::size_t record = reduction || bcast ? kLeanReduceAddress : kLeanAddress;
     if (k.sizes[r] != counts + record) return false;
     std::uint64_t where[3] = {0, 0, 0};
     std::memcpy(where, k.inputs[r] + counts, record);
     const auto size = checked_add(counts, static_cast<std::size_t>(where[1]));
-    if (where[0] == 0 || !size || (reduction && where[2] == 0)) return false;
+    if (where[0] == 0 || !size || (reduction && where[2] == 0) || (bcast && where[2] > where[1]))
+      return false;
     k.address[r] = where[0];
     k.output[r] = where[2];
     k.sizes[r] = *size;
     return true;
+  }
+  // Whether this rank, a broadcast's receiver into an output of its own,
+  // posts that output's address for the root to fill its share of (the
+  // root's record says how much: lean_post) while the receiver reads the
+  // rest from the root's memory: at the sizes of the direct form.
+  bool receives_split(const core::Request& req, const core::Geometry& g,
+                      const node::Mailbox& box) const {
+    if (req.kind != CollectiveKind::kBroadcast || req.has_input || !req.out ||
+        req.out->data == nullptr || req.out->count() < g.count)
+      return false;
+    const std::size_t bytes = g.count * dtype_size(req.dtype);
+    return core::lean_copy_direct(req.kind, bytes, world_, lean_capacity(), lean_direct_bytes_) &&
+           readable_by_node(box);
+  }
+  // A broadcast receiver's header (it has no input).
+  static bool receiver_head(const LeanHeader& h) {
+    return static_cast<CollectiveKind>((h[0] >> 24) & 0xff) == CollectiveKind::kBroadcast &&
+           ((h[0] >> 32) & 1) == 0;
+  }
+  // A broadcast receiver's target record (its output's address and bytes):
+  // taken with a non-null address; its slot then counts as empty for
+  // lean_fits, as a receiver's is.
+  static bool target_record(LeanScratch& k, std::size_t r) {
+    if (k.sizes[r] != kLeanAddress) return false;
+    std::uint64_t where[2] = {0, 0};
+    std::memcpy(where, k.inputs[r], kLeanAddress);
+    if (where[0] == 0) return false;
+    k.target[r] = where[0];
+    k.target_bytes[r] = static_cast<std::size_t>(where[1]);
+    k.sizes[r] = 0;
+    return true;
+  }
+  // The root's share is whole pages: each copy between processes pins them.
+  static constexpr std::size_t kPage = 4096;
+  // A broadcast's root: its `share` of every receiver that posted its output
+  // (none where its own slot held its input: share 0), written from its
+  // input, and every such receiver hears that the root is done with it.
+  Status help_receivers(node::Mailbox& box, const LeanScratch& k, const LeanPlan& plan,
+                        const core::Request& req, std::size_t me, std::size_t base,
+                        std::uint64_t seq, std::size_t share, Clock::time_point deadline) {
+    const std::size_t bytes = plan.count * dtype_size(plan.dtype);
+    const auto* in = static_cast<const std::byte*>(req.in.data);
+    for (std::size_t r = 0; r < world_; ++r) {
+      if (r == me || k.target[r] == 0) continue;
+      if (share > 0) {
+        if (k.target_bytes[r] != bytes)
+          return Status(ErrorCode::kProtocolError,
+                        "the lean path: rank " + std::to_string(r) + "'s output holds " +
+                            std::to_string(k.target_bytes[r]) + " bytes, not the broadcast's " +
+                            std::to_string(bytes));
+        RUCCL_TRY(box.write_to(r - base, me - base, k.target[r] + (bytes - share),
+                               in + (bytes - share), share, deadline));
+      }
+      box.lean_done(r - base, me - base, seq);
+    }
+    return Status::ok();
   }
   // Whether this rank's all-reduce may take the direct form: into a
   // caller's output of the input's size, which is the input (in place) or
@@ -1086,8 +1197,9 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   // a value form into k.read, at the offsets lean_run reads them at, k.inputs
   // then pointing there. Only the copying collectives come here
   // (direct_record refuses the others).
+  // `share`: a broadcast receiver's tail that the root writes (receives_split).
   Status read_direct(node::Mailbox& box, LeanScratch& k, const LeanPlan& plan,
-                     const core::Request& req, std::size_t me, std::size_t base,
+                     const core::Request& req, std::size_t me, std::size_t base, std::size_t share,
                      Clock::time_point deadline) {
     const std::size_t es = dtype_size(plan.dtype);
     const bool a2a = plan.kind == CollectiveKind::kAllToAllV;
@@ -1116,6 +1228,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         return Status(ErrorCode::kProtocolError,
                       "the lean path: rank " + std::to_string(r) +
                           "'s direct input holds fewer bytes than its collective needs");
+      if (out != nullptr) len -= std::min(len, share);
       std::byte* to = nullptr;
       if (out != nullptr) {
         to = out + (a2a ? before * row : plan.kind == CollectiveKind::kAllGather ? r * row : 0);
@@ -1151,6 +1264,19 @@ class WorldRemoteRanks final : public core::RemoteRanks {
              std::to_string(box.shape().first + me) + " of " + core::describe(seq, kind) +
              " (the lean path's direct form)";
     });
+  }
+  // A broadcast's receiver that posted its output: until the root is done
+  // with it.
+  static Status await_root(node::Mailbox& box, std::size_t me, std::size_t root, std::uint64_t seq,
+                           CollectiveKind kind, Clock::time_point deadline) {
+    const std::size_t watch[1] = {root};
+    return box.await(
+        me, watch, deadline, [&] { return box.lean_released(me, root, seq); },
+        [&] {
+          return "the root (rank " + std::to_string(box.shape().first + root) + ") of " +
+                 core::describe(seq, kind) + " to fill its share of the output of rank " +
+                 std::to_string(box.shape().first + me) + " (the lean path's direct form)";
+        });
   }
   // After a failure on the lean path: a direct rank's input is withdrawn (no
   // read of it starts after this, none is in progress), and the node hears.

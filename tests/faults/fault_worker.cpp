@@ -119,10 +119,9 @@ void write_file(const std::string& dir, const std::string& name, const std::stri
 // Returns true when the loop ended in an error (a fault was seen).
 // RUCCL_FAULT_KIND: the collective of the loop, all_reduce (the default),
 // all_gather (also RUCCL_FAULT_GATHER=1: the lean path's direct form for
-// copies), broadcast or reduce (from rank 0), reduce_scatter, all_to_all_v
-// (rows of one element, dealt out to the ranks as a reduce-scatter's shards).
-// Every input element is 1; every element a rank gets is 1 (copies) or the
-// world (sums).
+// copies), broadcast (RUCCL_FAULT_ROOT_IN_PLACE below) or reduce (from rank 0), reduce_scatter,
+// all_to_all_v (rows of one element, dealt out to the ranks as a reduce-scatter's shards). Every
+// input element is 1; every element a rank gets is 1 (copies) or the world (sums).
 CollectiveKind loop_kind() {
   const char* gather = std::getenv("RUCCL_FAULT_GATHER");
   if (gather != nullptr && std::string(gather) == "1") return CollectiveKind::kAllGather;
@@ -180,7 +179,14 @@ bool allreduce_loop(Communicator& comm, std::size_t local, const Options& opt) {
   const bool copies = kind == CollectiveKind::kAllGather || kind == CollectiveKind::kBroadcast ||
                       kind == CollectiveKind::kAllToAllV;
   const float want = copies ? 1.0f : float(world);
-  const bool checked = out_count > 0 && (kind != CollectiveKind::kReduce || rank == 0);
+  // RUCCL_FAULT_ROOT_IN_PLACE=1: a broadcast's root sends from its output
+  // (the lean path's direct form then has it write a share of each
+  // receiver's output); it checks nothing then.
+  const char* root_in_place_env = std::getenv("RUCCL_FAULT_ROOT_IN_PLACE");
+  const bool root_in_place = kind == CollectiveKind::kBroadcast && root_in_place_env != nullptr &&
+                             std::string(root_in_place_env) == "1";
+  const bool checked = out_count > 0 && (kind != CollectiveKind::kReduce || rank == 0) &&
+                       !(root_in_place && rank == 0);
   auto last_ok = Clock::now();
   for (std::uint64_t i = 0; i < iters; ++i) {
     const std::uint64_t seq = comm.next_sequence(rank);
@@ -189,7 +195,8 @@ bool allreduce_loop(Communicator& comm, std::size_t local, const Options& opt) {
     switch (kind) {
       case CollectiveKind::kAllGather: s = comm.all_gather_into(rank, in, ov); break;
       case CollectiveKind::kBroadcast:
-        s = comm.broadcast_into(rank, rank == 0 ? &in : nullptr, ov);
+        s = comm.broadcast_into(rank, rank == 0 ? &in : nullptr,
+                                rank == 0 && root_in_place ? in : ov);
         break;
       case CollectiveKind::kReduce: s = comm.reduce_into(rank, in, ov, ReduceOp::kSum, 0); break;
       case CollectiveKind::kReduceScatter:

@@ -242,6 +242,75 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
   }
 }
 
+// A broadcast in the lean path's direct form: a root in place writes the
+// end of each receiver's output that the receiver passed (its share) while
+// the receiver reads the rest from the root's memory; a root out of place
+// writes none. Roots first and last, in place and not, receivers into their
+// output or the value form (every third), odd byte counts past the slot up
+// to the direct form's 2 MiB. A receiver spoils its output as soon as its
+// call returned and finds it still spoiled after a barrier: the root wrote
+// nothing into it after its return.
+TEST(WorldLeanDirect, BroadcastRootFillsItsShareOfEachReceiverBeforeItReturns) {
+  const std::size_t world = tested_factory().worlds({}).front();
+  auto comm = tested_factory().make_comm(world, test_config(world).with_lean_direct_bytes(1));
+  Failures f;
+  run_local_ranks(*comm, f, [&](std::size_t rank) {
+    const DeviceId dev = tested_backend().device(rank);
+    const auto value = [](std::size_t root, std::size_t i) {
+      return static_cast<std::uint8_t>((root * 31 + i * 7 + i / 4099) & 0xff);
+    };
+    for (const std::size_t n : {std::size_t{65537}, std::size_t{300001}, std::size_t{2097151}}) {
+      std::vector<std::uint8_t> buf(n), out(n);
+      for (const std::size_t root : {std::size_t{0}, world - 1}) {
+        for (const bool root_in_place : {true, false}) {
+          const bool me_root = rank == root;
+          const bool value_form = !me_root && rank % 3 == 2;
+          std::fill(out.begin(), out.end(), std::uint8_t{0x5a});
+          if (me_root)
+            for (std::size_t i = 0; i < n; ++i) buf[i] = value(root, i);
+          else std::fill(buf.begin(), buf.end(), std::uint8_t{0xa5});
+          const TensorView in = TensorView::of(buf.data(), DataType::kU8, n, dev);
+          const TensorView into =
+              TensorView::of((me_root && root_in_place) || !me_root ? buf.data() : out.data(),
+                             DataType::kU8, n, dev);
+          std::vector<std::uint8_t> got;
+          Status s;
+          if (value_form) {
+            auto t = comm->broadcast(rank, nullptr);
+            s = t.status();
+            if (t.is_ok() && t.value().count() == n) {
+              const auto v = t.value().as<std::uint8_t>();
+              got.assign(v.begin(), v.end());
+            }
+          } else {
+            s = comm->broadcast_into(rank, me_root ? &in : nullptr, into);
+            const auto* at = static_cast<const std::uint8_t*>(into.data);
+            got.assign(at, at + n);
+            if (!me_root) std::fill(buf.begin(), buf.end(), std::uint8_t{0xa5});
+          }
+          bool ok = s.is_ok() && got.size() == n;
+          std::size_t bad = 0;
+          for (std::size_t i = 0; i < n && ok; ++i)
+            if (got[i] != value(root, i)) ok = false, bad = i;
+          RANK_CHECK(f, rank, ok,
+                     "broadcast n=" << n << " root " << root << " root_in_place=" << root_in_place
+                                    << (value_form ? " (value form)" : "") << ": " << describe(s)
+                                    << " first wrong byte " << bad);
+          const Status b = comm->barrier(rank);
+          RANK_CHECK(f, rank, b.is_ok(), "barrier: " << describe(b));
+          bool kept = true;
+          for (std::size_t i = 0; i < n && kept && !me_root && !value_form; ++i)
+            kept = buf[i] == 0xa5;
+          RANK_CHECK(f, rank, kept,
+                     "broadcast n=" << n << " root " << root
+                                    << ": the receiver's output changed after its call returned");
+        }
+      }
+    }
+  });
+  EXPECT_TRUE(f.empty()) << f.report();
+}
+
 // Each local rank of a fresh world communicator of the tested size runs
 // `body` (its rank, the world, its device; w and r as i32); the test fails
 // with what the ranks reported.
