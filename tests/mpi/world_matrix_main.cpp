@@ -11,12 +11,14 @@
 // for a fixed world other than P x D skip. Plus, here only: the two global
 // strategies side by side, alternately and concurrently.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -249,7 +251,11 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
 // output or the value form (every third), odd byte counts past the slot up
 // to the direct form's 2 MiB. A receiver spoils its output as soon as its
 // call returned and finds it still spoiled after a barrier: the root wrote
-// nothing into it after its return.
+// nothing into it after its return. Before each call a receiver drops the
+// pages of its output's last world's share (MADV_DONTNEED), which the root's
+// write must fault in, while its own read lands in pages it touched: a
+// receiver that returned without waiting for the root would find that
+// share unwritten (mutation-checked: it does at np=2-4).
 TEST(WorldLeanDirect, BroadcastRootFillsItsShareOfEachReceiverBeforeItReturns) {
   const std::size_t world = tested_factory().worlds({}).front();
   auto comm = tested_factory().make_comm(world, test_config(world).with_lean_direct_bytes(1));
@@ -260,7 +266,14 @@ TEST(WorldLeanDirect, BroadcastRootFillsItsShareOfEachReceiverBeforeItReturns) {
       return static_cast<std::uint8_t>((root * 31 + i * 7 + i / 4099) & 0xff);
     };
     for (const std::size_t n : {std::size_t{65537}, std::size_t{300001}, std::size_t{2097151}}) {
-      std::vector<std::uint8_t> buf(n), out(n);
+      constexpr std::size_t kPage = 4096;
+      std::vector<std::uint8_t> store(n + kPage), out(n);
+      const auto aligned =
+          (reinterpret_cast<std::uintptr_t>(store.data()) + kPage - 1) / kPage * kPage;
+      const std::span<std::uint8_t> buf(
+          store.data() + (aligned - reinterpret_cast<std::uintptr_t>(store.data())), n);
+      // (The share's first whole page on.)
+      const std::size_t dropped = (n - n / world + kPage - 1) / kPage * kPage;
       for (const std::size_t root : {std::size_t{0}, world - 1}) {
         for (const bool root_in_place : {true, false}) {
           const bool me_root = rank == root;
@@ -269,6 +282,8 @@ TEST(WorldLeanDirect, BroadcastRootFillsItsShareOfEachReceiverBeforeItReturns) {
           if (me_root)
             for (std::size_t i = 0; i < n; ++i) buf[i] = value(root, i);
           else std::fill(buf.begin(), buf.end(), std::uint8_t{0xa5});
+          if (!me_root && !value_form && dropped < n)
+            ::madvise(buf.data() + dropped, (n - dropped) / kPage * kPage, MADV_DONTNEED);
           const TensorView in = TensorView::of(buf.data(), DataType::kU8, n, dev);
           const TensorView into =
               TensorView::of((me_root && root_in_place) || !me_root ? buf.data() : out.data(),
@@ -285,7 +300,10 @@ TEST(WorldLeanDirect, BroadcastRootFillsItsShareOfEachReceiverBeforeItReturns) {
           } else {
             s = comm->broadcast_into(rank, me_root ? &in : nullptr, into);
             const auto* at = static_cast<const std::uint8_t*>(into.data);
+            // (The root's share ends there: read first.)
+            const std::uint8_t last = n > 0 ? at[n - 1] : 0;
             got.assign(at, at + n);
+            if (n > 0) got[n - 1] = last;
             if (!me_root) std::fill(buf.begin(), buf.end(), std::uint8_t{0xa5});
           }
           bool ok = s.is_ok() && got.size() == n;
