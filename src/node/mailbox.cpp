@@ -106,10 +106,9 @@ SegmentLayout layout_of(const MailboxShape& s) {
 std::size_t segment_bytes(const MailboxShape& shape) { return layout_of(shape).total; }
 
 std::size_t channel_piece_for(std::size_t ranks) {
-  constexpr std::size_t kPage = 4096;
   const std::size_t pairs = ranks < 2 ? 1 : ranks * (ranks - 1);
-  const std::size_t fit = kChannelBound / (pairs * kChannelSlots) / kPage * kPage;
-  return std::clamp(fit, kPage, kChannelPiece);
+  const std::size_t fit = kChannelBound / (pairs * kChannelSlots) / kPageBytes * kPageBytes;
+  return std::clamp(fit, kPageBytes, kChannelPiece);
 }
 
 void Mailbox::lay_out(Segment& segment, const MailboxShape& shape, const Tag& tag) {

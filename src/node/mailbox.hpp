@@ -78,6 +78,10 @@ inline constexpr std::size_t kChannelPiece = std::size_t{256} << 10;
 inline constexpr std::size_t kChannelBound = std::size_t{64} << 20;
 std::size_t channel_piece_for(std::size_t ranks);
 
+// A memory page here: the channels' pieces and the lean broadcast root's
+// share (world_agreement.cpp) are whole ones.
+inline constexpr std::size_t kPageBytes = 4096;
+
 // Bytes of the segment for `shape`: a 256-byte control block, 64 bytes per
 // process, 512 per rank's notice, and per rank 2 parities x (64 + slot_bytes
 // rounded up to 64) on the full lane and 2 x (64 + lean_bytes, rounded) on

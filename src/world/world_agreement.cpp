@@ -709,7 +709,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     const bool sends_split = direct && !target && req.kind == CollectiveKind::kBroadcast;
     const std::size_t share =
         sends_split && req.out && req.out->data == req.in.data && data >= kShareFromBytes
-            ? data / world_ / kPage * kPage
+            ? data / world_ / node::kPageBytes * node::kPageBytes
             : 0;
     // The slot holds the input, or in the direct form only its address (and
     // an all-reduce's output, a broadcast's share).
@@ -1067,9 +1067,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     k.sizes[r] = 0;
     return true;
   }
-  // The root's share is whole pages: each copy between processes pins them.
-  static constexpr std::size_t kPage = 4096;
-  // ... of broadcasts from 1 MiB: np=2, in place, p50 with Open MPI's
+  // The root's share is whole pages (node::kPageBytes: each copy between
+  // processes pins them), of broadcasts from 1 MiB: np=2, in place, p50 with Open MPI's
   // broadcast on the same buffers between ruccl's, binaries with and
   // without the share alternated. With it at every size of the direct form
   // (three rounds): 256 KiB 16.9-18.0 us against 14.9-21.2, 512 KiB
