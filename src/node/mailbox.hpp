@@ -7,7 +7,7 @@
 // a rank writes the slot of seq + 2 only after every rank published seq + 1,
 // that is after every rank finished reading seq.
 //
-// Waits spin briefly, then yield (up to 1 ms where every rank has a core,
+// Waits poll a few times, then yield (up to 1 ms where every rank has a core,
 // 50 us on an oversubscribed node), then sleep on the waiting rank's own futex
 // bell, rung by what it may wait for (await), so that oversubscribed runs do
 // not burn the cores and a piece wakes only its consumer. Every
