@@ -160,7 +160,6 @@ AlgorithmTable make_table(const Config& config) {
   // nodes over UCX); every other transfer is a UCX message.
   // Flat ring: every transfer is a message, a small all-reduce's included.
   for (CollectiveKind kind : kKinds) {
-    if (hierarchical) add(t, kind, Algorithm::kInProcess);
     // The whole world on one node: small collectives through its mailboxes
     // (np=2 all_reduce here: 0.4-1.0 of Open MPI's time from 8 KiB to 64
     // KiB, against 0.9-1.4 for the ring over UCX; up to 8 KiB 0.8-1.5).
@@ -175,6 +174,7 @@ AlgorithmTable make_table(const Config& config) {
               ? kNodeMailboxAllReduceDirectBytes + 1
               : std::min(config.lean_bytes(), kNodeMailboxBytes) + 1);
     }
+    if (hierarchical) add(t, kind, Algorithm::kInProcess);
     if (kind == CollectiveKind::kAllReduce && one_shot > 0)
       add(t, kind, Algorithm::kOneShot, 0, one_shot_end);
     // Level by level (all but the all-to-all-v).
@@ -271,6 +271,12 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
       // its shard of the others' inputs piece by piece.)
       const bool reduction = lean_reduction_direct(call.kind, call.bytes, topo.world,
                                                    call.fused_capacity, call.lean_direct);
+      // A world of one process: within the slot only. Its direct forms read
+      // its own memory through process_vm_readv, slower than its threads'
+      // copies in-process from 256 KiB (one process of 2 ranks, 1 MiB:
+      // broadcast 151-160 us against 74-83, all-gather 145-151 against
+      // 78-81, all-to-all-v 158-166 against 53-76).
+      if (topo.world == topo.local && !in_slot) return false;
       // (Not with several ranks per process: the hierarchy's in-process
       // level was faster.)
       if (reduction)

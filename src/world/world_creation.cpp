@@ -335,10 +335,15 @@ Result<world::NodeMemory> world::share_node_memory(bootstrap::Bootstrap& boot,
   shape.ranks = shape.processes * per_process;
   shape.slot_bytes = world::wire_words(world) * sizeof(std::uint64_t) + kNodeFusedBytes;
   shape.lean_bytes = kNodeLeanHeader + kNodeLeanBytes;
+  // A world of one process with several ranks gets its mailbox too: its
+  // small collectives take the lean path as the ranks of several processes
+  // do (one round through the slots, no rendezvous, engine or UCX), its
+  // larger ones stay in-process (no channels, and so no direct forms).
+  const bool lone = topo.processes == 1 && per_process >= 2;
   // The data of larger collectives too (world::NodeRun), up to kChannelRanks:
   // all of them when the world is this node, the hierarchical collectives'
   // node level when it spans nodes.
-  if (shape.ranks <= node::kChannelRanks) {
+  if (shape.ranks <= node::kChannelRanks && !lone) {
     shape.channel_slots = node::kChannelSlots;
     shape.channel_piece = node::channel_piece_for(shape.ranks);
   }
@@ -347,7 +352,7 @@ Result<world::NodeMemory> world::share_node_memory(bootstrap::Bootstrap& boot,
   const bool leader = topo.local_process == 0;
   std::optional<node::Segment> created;
   Status local = core::catch_to_status(ErrorCode::kInternal, "creation", [&]() -> Status {
-    if (!leader || shape.processes < 2) return Status::ok();
+    if (!leader || (shape.processes < 2 && !lone)) return Status::ok();
     auto seg = node::Segment::create(node::segment_bytes(shape), "ruccl-node");
     RUCCL_TRY(seg);
     node::Mailbox::lay_out(seg.value(), shape, tag);
@@ -363,7 +368,7 @@ Result<world::NodeMemory> world::share_node_memory(bootstrap::Bootstrap& boot,
   RUCCL_TRY(agreed);
   // Every process of the node reads the same records, so all decide alike.
   std::vector<NodeRecord> records(shape.processes);
-  bool shared = shape.processes >= 2;
+  bool shared = shape.processes >= 2 || lone;
   for (std::size_t p = 0; p < shape.processes; ++p) {
     const auto& blob = agreed.value()[node_first + p];
     std::size_t at = 0;
@@ -567,7 +572,8 @@ class Creation {
                               " bytes (memfd) for " + std::to_string(mailbox_->shape().ranks) +
                               " ranks in " + std::to_string(mailbox_->shape().processes) +
                               " processes; fingerprints and small inputs go through it" +
-                              (topo_.nodes == 1
+                              (mailbox_->shape().channel_slots == 0 ? std::string()
+                               : topo_.nodes == 1
                                    ? ", and the data of larger collectives (channels of " +
                                          std::to_string(mailbox_->shape().channel_slots) + " x " +
                                          std::to_string(mailbox_->shape().channel_piece) +

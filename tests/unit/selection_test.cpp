@@ -148,6 +148,33 @@ CallShape lean_call(std::size_t bytes, std::size_t budget = Config::kDefaultMaxC
   return CallShape{CollectiveKind::kAllReduce, bytes, budget, kLean, true, true};
 }
 
+// A world of one process with several ranks and a mailbox of its own: a
+// small collective takes the mailbox, a larger one stays in the process.
+TEST(Selection, OneProcessTakesItsMailboxForSmallCollectivesOnly) {
+  const Config c;
+  for (CollectiveKind kind : kAll) {
+    CallShape small = lean_offer(8);
+    small.kind = kind;
+    EXPECT_EQ(pick(c, small, node(1, 2)), Algorithm::kNodeMailbox) << collective_name(kind);
+    EXPECT_EQ(pick(c, small, world(1, 2)), Algorithm::kInProcess) << collective_name(kind);
+    CallShape large = lean_call(std::size_t{64} << 20);
+    large.kind = kind;
+    EXPECT_EQ(pick(c, large, node(1, 2)), Algorithm::kInProcess) << collective_name(kind);
+    // Past the slot no direct form (its reads through process_vm_readv were
+    // slower than the threads' copies), while processes take it.
+    CallShape past = lean_call(std::size_t{1} << 20);
+    past.kind = kind;
+    past.lean_direct = std::size_t{64} << 10;
+    EXPECT_EQ(pick(c, past, node(1, 2)), Algorithm::kInProcess) << collective_name(kind);
+    if (kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather)
+      EXPECT_EQ(pick(c, past, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+  }
+  // Under the flat-ring strategy every transfer is a message, as before.
+  EXPECT_EQ(pick(Config().with_global_strategy(GlobalStrategy::kFlatRing), lean_offer(8),
+                 node(1, 2)),
+            Algorithm::kOneShot);
+}
+
 TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   const Config c;
   for (std::size_t local : {1u, 2u}) {
