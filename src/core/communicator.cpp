@@ -26,6 +26,7 @@
 #include "core/remote_ranks.hpp"
 #include "core/rendezvous.hpp"
 #include "core/split.hpp"
+#include "device/host/host_kernels.hpp"
 
 namespace ruccl {
 
@@ -59,7 +60,8 @@ struct Communicator::Impl {
                  remote != nullptr,
                  adapter->kind() == DeviceKind::kHost,
                  remote != nullptr && remote->lean_capacity() > 0,
-                 remote != nullptr ? remote->node_level_ranks() : 0},
+                 remote != nullptr ? remote->node_level_ranks() : 0,
+                 host::host_isa() == host::HostIsa::kAvx512},
         algorithms(core::make_table(config)) {}
 
   // A rank outside this communicator's local ranks: refused before anything.

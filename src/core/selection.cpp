@@ -228,11 +228,12 @@ bool lean_copy_direct(CollectiveKind kind, std::size_t bytes, std::size_t world,
 }
 
 bool lean_reduction_direct(CollectiveKind kind, std::size_t bytes, std::size_t world,
-                           std::size_t capacity, std::size_t configured) noexcept {
+                           std::size_t capacity, std::size_t configured, bool wide) noexcept {
   const std::size_t n = std::min<std::size_t>(world, 1024);  // (no overflow below)
-  return kind == CollectiveKind::kAllReduce && configured > 0 && bytes > 0 &&
-         bytes <=
-             std::min(kNodeMailboxAllReduceDirectBytes, kNodeMailboxAllReduceShardBytes * n * n) &&
+  const std::size_t cap = n == 2 && !wide ? kNodeMailboxPairAllReduceDirectBytes
+                                          : std::min(kNodeMailboxAllReduceDirectBytes,
+                                                     kNodeMailboxAllReduceShardBytes * n * n);
+  return kind == CollectiveKind::kAllReduce && configured > 0 && bytes > 0 && bytes <= cap &&
          !lean_in_slot(bytes, world, capacity);
 }
 
@@ -269,8 +270,9 @@ bool feasible(Algorithm a, const CallShape& call, const Topology& topo) {
       const bool in_slot = lean_slot_holds(call.kind, call.bytes, topo.world, call.fused_capacity);
       // (An all-reduce's direct form holds nothing either: each rank reads
       // its shard of the others' inputs piece by piece.)
-      const bool reduction = lean_reduction_direct(call.kind, call.bytes, topo.world,
-                                                   call.fused_capacity, call.lean_direct);
+      const bool reduction =
+          lean_reduction_direct(call.kind, call.bytes, topo.world, call.fused_capacity,
+                                call.lean_direct, topo.wide_reductions);
       // A world of one process: within the slot only. Its direct forms read
       // its own memory through process_vm_readv, slower than its threads'
       // copies in-process from 256 KiB (one process of 2 ranks, 1 MiB:

@@ -70,6 +70,8 @@ struct Topology {
   // between their processes (a hierarchical collective gets a node level);
   // 0: no node level.
   std::size_t node = 0;
+  // The host reductions run on 512-bit vectors (lean_reduction_direct).
+  bool wide_reductions = true;
 };
 
 // What of one call the choice reads (from the plan, or before the agreement
@@ -202,6 +204,18 @@ bool has_lean_direct_form(CollectiveKind kind) noexcept;
 // KiB 2.1-2.4 against 0.96-1.49, np=4 128-512 KiB 1.09-2.0 against
 // 0.73-1.20 (the reduce keeps the channels).
 inline constexpr std::size_t kNodeMailboxAllReduceShardBytes = std::size_t{8} << 10;
+// ... but two ranks whose host reductions lack 512-bit vectors (AVX-512):
+// up to this much. The ring over the channels reduces each piece as it
+// arrives, and without AVX-512 that reduction keeps it behind the direct
+// form. Measured on a 2-vCPU AMD EPYC VM with AVX2 only (the thirty-fourth
+// session; `ruccl-perf --world --peers mpi -b 64K -e 4M -f 2`, two rounds
+// alternated, p50 in us, out of place): 128 KiB 29 against the ring's 45
+// (Open MPI 37-45), 256 KiB 60-61 against 81-83, 512 KiB 106-109 against
+// 149-152, 1 MiB 216-222 against 290-292, 2 MiB 438-450 against 590; 4 MiB
+// alike (1147-1247 against 1160-1261). np=4 there kept the shard bound: 8 KiB
+// x n x n and past it the ring (256 KiB-1 MiB in place, 191-198 / 333-347 /
+// 636-640 us against the direct form's 213-218 / 394-397 / 749-778).
+inline constexpr std::size_t kNodeMailboxPairAllReduceDirectBytes = std::size_t{2} << 20;
 inline constexpr std::size_t kNodeMailboxAllReduceDirectBytes = std::size_t{64} << 20;
 // Whether an input of `bytes` rides in the lean slot, whose message capacity
 // is `capacity` (RemoteRanks::lean_capacity), at `world` ranks (within
@@ -212,9 +226,11 @@ bool lean_in_slot(std::size_t bytes, std::size_t world, std::size_t capacity) no
 bool lean_slot_holds(CollectiveKind kind, std::size_t bytes, std::size_t world,
                      std::size_t capacity) noexcept;
 // Whether the lean path takes an all-reduce of `bytes` in its direct form
-// (above), given the configured threshold (0: no direct form).
+// (above), given the configured threshold (0: no direct form); `wide`: the
+// host reductions run on 512-bit vectors (host::HostIsa::kAvx512; the same
+// for every process of a node).
 bool lean_reduction_direct(CollectiveKind kind, std::size_t bytes, std::size_t world,
-                           std::size_t capacity, std::size_t configured) noexcept;
+                           std::size_t capacity, std::size_t configured, bool wide = true) noexcept;
 
 // A broadcast runs level by level from this size; below, the flat chain.
 // 2 namespace hosts x 2 processes x 1 device on the development VM, each

@@ -692,7 +692,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // goes to the agreement, and so does every rank with it (it sees this
     // rank's full lane): the slots' form would exceed their total.
     const bool past_slot =
-        core::lean_reduction_direct(req.kind, data, world_, lean_capacity(), lean_direct_bytes_);
+        core::lean_reduction_direct(req.kind, data, world_, lean_capacity(), lean_direct_bytes_,
+                                    host::host_isa() == host::HostIsa::kAvx512);
     const bool reduction = past_slot && reduces_apart(req, geometry) && readable_by_node(box);
     if (past_slot && !reduction) return std::nullopt;
     // A broadcast's receiver that the root helps (receives_split): its

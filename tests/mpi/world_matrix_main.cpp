@@ -98,9 +98,10 @@ TEST(WorldLeanDirect, EveryCollectiveReadsInputsInPlaceAndLeavesThemAtReturn) {
       const DeviceId dev = tested_backend().device(rank);
       const auto w = static_cast<float>(world);
       // (20011 f32: past the 64 KiB slot, a broadcast's and all-gather's
-      // direct form only.)
-      for (const std::size_t n :
-           {std::size_t{1}, std::size_t{1025}, std::size_t{4099}, std::size_t{20011}}) {
+      // direct form only; 300007 f32, 1.2 MB: the direct all-reduce of two
+      // ranks without AVX-512, several of its 256 KiB pieces.)
+      for (const std::size_t n : {std::size_t{1}, std::size_t{1025}, std::size_t{4099},
+                                  std::size_t{20011}, std::size_t{300007}}) {
         const auto value = [&](std::size_t r, std::size_t i) {
           return static_cast<float>(r * 1000 + i % 97);
         };

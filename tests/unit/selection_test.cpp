@@ -342,6 +342,31 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   EXPECT_NE(pick(Config().with_lean_bytes(32 << 10), past_slot, node(4, 1)),
             Algorithm::kNodeMailbox);
   EXPECT_EQ(kNodeMailboxAllReduceShardBytes * 4 * 4, std::size_t{128} << 10);
+  // Two ranks whose host reductions lack AVX-512: the direct form up to 2
+  // MiB past the slot; more ranks keep the shard bound.
+  {
+    const std::size_t pair = kNodeMailboxPairAllReduceDirectBytes;
+    const std::size_t d = Config::kDefaultLeanDirectBytes;
+    EXPECT_EQ(pair, std::size_t{2} << 20);
+    EXPECT_TRUE(lean_reduction_direct(CollectiveKind::kAllReduce, kLean + 1, 2, kLean, d, false));
+    EXPECT_TRUE(lean_reduction_direct(CollectiveKind::kAllReduce, pair, 2, kLean, d, false));
+    EXPECT_FALSE(lean_reduction_direct(CollectiveKind::kAllReduce, pair + 1, 2, kLean, d, false));
+    EXPECT_FALSE(lean_reduction_direct(CollectiveKind::kAllReduce, kLean, 2, kLean, d, false));
+    EXPECT_FALSE(lean_reduction_direct(CollectiveKind::kAllReduce, pair, 2, kLean, 0, false));
+    EXPECT_FALSE(lean_reduction_direct(CollectiveKind::kReduce, pair, 2, kLean, d, false));
+    EXPECT_FALSE(lean_reduction_direct(CollectiveKind::kAllReduce, pair, 2, kLean, d, true));
+    EXPECT_FALSE(
+        lean_reduction_direct(CollectiveKind::kAllReduce, (128 << 10) + 1, 4, kLean, d, false));
+    CallShape mid = lean_call(std::size_t{1} << 20, SIZE_MAX);
+    mid.lean_direct = d;
+    Topology narrow = node(2, 1);
+    narrow.wide_reductions = false;
+    EXPECT_EQ(pick(c, mid, narrow), Algorithm::kNodeMailbox);
+    EXPECT_EQ(pick(c, mid, node(2, 1)), Algorithm::kFlatRing);
+    Topology four = node(4, 1);
+    four.wide_reductions = false;
+    EXPECT_EQ(pick(c, mid, four), Algorithm::kFlatRing);
+  }
   EXPECT_FALSE(lean_reduction_direct(CollectiveKind::kAllReduce,
                                      kNodeMailboxAllReduceDirectBytes + 1, 1024, kLean,
                                      Config::kDefaultLeanDirectBytes));
