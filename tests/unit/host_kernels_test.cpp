@@ -153,6 +153,39 @@ TEST(HostKernels, EveryInstructionSetGivesTheGenericBits) {
   if (compared == 0) GTEST_SKIP() << "this CPU runs only the generic host loops";
 }
 
+// dst may be either operand (the lean path's direct all-reduce reduces in
+// place into the second on rank 1): the same values as into a buffer of its
+// own, on every set this CPU runs, nothing written past count.
+TEST(HostKernels, DstMayBeEitherOperand) {
+  for (HostIsa isa : host::kAllHostIsas) {
+    if (!host::isa_runs(isa)) continue;
+    for (DataType dtype : kAllDataTypes) {
+      for (ReduceOp op : ops_of(dtype)) {
+        for (std::size_t count : kCounts) {
+          const std::size_t es = dtype_size(dtype);
+          const auto a = input(dtype, count, static_cast<std::uint32_t>(count * 17 + 3));
+          const auto b = input(dtype, count, static_cast<std::uint32_t>(count * 17 + 4));
+          std::vector<std::byte> want(a.size() + 1, std::byte{0x5A});
+          ASSERT_TRUE(host::reduce_on(isa, dtype, op, want.data(), a.data(), b.data(), count));
+          for (bool second : {false, true}) {
+            SCOPED_TRACE(where(isa, dtype, op, count, true) + (second ? " into b" : " into a"));
+            std::vector<std::byte> got(a.size() + 1, std::byte{0x5A});
+            std::memcpy(got.data(), second ? b.data() : a.data(), a.size());
+            ASSERT_TRUE(host::reduce_on(isa, dtype, op, got.data(),
+                                        second ? a.data() : static_cast<const void*>(got.data()),
+                                        second ? static_cast<const void*>(got.data()) : b.data(),
+                                        count));
+            ASSERT_EQ(got.back(), std::byte{0x5A});
+            for (std::size_t i = 0; i < count; ++i)
+              ASSERT_TRUE(same_value(dtype, want.data() + i * es, got.data() + i * es))
+                  << "element " << i << " of " << count;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(HostKernels, ReduceRunsTheBestSetTheCpuHas) {
   HostIsa best = HostIsa::kGeneric;
   for (HostIsa isa : host::kAllHostIsas)

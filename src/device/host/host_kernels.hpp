@@ -10,7 +10,7 @@
 namespace ruccl::host {
 
 // dst[i] = op(a[i], b[i]) for `count` elements; Mean combines as Sum. dst may be
-// `a` (reduce in place); b overlaps neither. kInvalidArgument for kBytes.
+// `a` or `b` (reduce in place); else no two overlap. kInvalidArgument for kBytes.
 Status reduce(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b,
               std::size_t count);
 // data[i] /= divisor (Mean's final scaling; see ReduceOp for the rounding rule).
