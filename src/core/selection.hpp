@@ -204,19 +204,23 @@ bool has_lean_direct_form(CollectiveKind kind) noexcept;
 // KiB 2.1-2.4 against 0.96-1.49, np=4 128-512 KiB 1.09-2.0 against
 // 0.73-1.20 (the reduce keeps the channels).
 inline constexpr std::size_t kNodeMailboxAllReduceShardBytes = std::size_t{8} << 10;
-// ... but two ranks whose host reductions lack 512-bit vectors (AVX-512):
-// up to this much. The ring over the channels reduces each piece as it
-// arrives, and without AVX-512 that reduction keeps it behind the direct
-// form. Measured on a 2-vCPU AMD EPYC VM with AVX2 only (the thirty-fourth
-// session; `ruccl-perf --world --peers mpi -b 64K -e 4M -f 2`, two rounds
-// alternated, p50 in us, out of place): 128 KiB 29 against the ring's 45
-// (Open MPI 37-45), 256 KiB 60-61 against 81-83, 512 KiB 106-109 against
-// 149-152, 1 MiB 216-222 against 290-292, 2 MiB 438-450 against 590; 4 MiB
-// alike (1147-1247 against 1160-1261). np=4 there kept the shard bound: 8 KiB
-// x n x n and past it the ring (256 KiB-1 MiB in place, 191-198 / 333-347 /
-// 636-640 us against the direct form's 213-218 / 394-397 / 749-778).
-inline constexpr std::size_t kNodeMailboxPairAllReduceDirectBytes = std::size_t{2} << 20;
 inline constexpr std::size_t kNodeMailboxAllReduceDirectBytes = std::size_t{64} << 20;
+// ... but two ranks whose host reductions lack 512-bit vectors (AVX-512):
+// up to this much, the direct form's own bound. The ring over the channels
+// reduces each piece as it arrives, and without AVX-512 that reduction keeps
+// it behind the direct form. Measured on a 2-vCPU AMD EPYC VM with AVX2 only
+// (the thirty-fourth session; `ruccl-perf --world --peers mpi`, two rounds
+// alternated, p50 in us, out of place / in place): 128 KiB 29 / 25-32
+// against the ring's 45 / 45-46 (Open MPI 37-45 / 31-32), 256 KiB 60-61 /
+// 70-80 against 81-83 / 80-82, 1 MiB 209-222 / 238-270 against 282-292 /
+// 278-297, 4 MiB 886-920 / 964-978 against 1113-1176 / 1071-1105, 16 MiB
+// 4456-4573 / 4263-4459 against 5185-5431 / 5197-5204, 64 MiB 17202-17216
+// / 16301-16412 against 22599-22896 / 22600-22650 (Open MPI 38850-39092 /
+// 29942-30041). np=4 there kept the shard bound: 8 KiB x n x n and past it
+// the ring (256 KiB-1 MiB in place, 191-198 / 333-347 / 636-640 us against
+// the direct form's 213-218 / 394-397 / 749-778).
+inline constexpr std::size_t kNodeMailboxPairAllReduceDirectBytes =
+    kNodeMailboxAllReduceDirectBytes;
 // Whether an input of `bytes` rides in the lean slot, whose message capacity
 // is `capacity` (RemoteRanks::lean_capacity), at `world` ranks (within
 // kNodeMailboxTotalBytes over the node).

@@ -215,6 +215,10 @@ TEST_F(AllReduceLarge, MillionElements) {
       {3, {DataType::kBF16, ReduceOp::kMax, Shape{kCount}, Form::kInto, 3}},
       {4, {DataType::kF64, ReduceOp::kMean, Shape{kCount}, Form::kInPlace, 4}},
       {5, {DataType::kI8, ReduceOp::kMean, Shape{kCount}, Form::kValue, 5}},
+      // (Two processes on a node without AVX-512: the lean path's direct
+      // all-reduce, ranks 0 and 1 reducing in place into their own input.)
+      {2, {DataType::kF32, ReduceOp::kSum, Shape{kCount}, Form::kInPlace, 7}},
+      {2, {DataType::kBF16, ReduceOp::kMin, Shape{kCount}, Form::kInto, 8}},
   };
   for (const auto& l : larges) {
     if (!tested_factory().can_make(l.world)) continue;

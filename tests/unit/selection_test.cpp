@@ -342,12 +342,12 @@ TEST(Selection, NodeMailboxForSmallAllReducesOnOneNode) {
   EXPECT_NE(pick(Config().with_lean_bytes(32 << 10), past_slot, node(4, 1)),
             Algorithm::kNodeMailbox);
   EXPECT_EQ(kNodeMailboxAllReduceShardBytes * 4 * 4, std::size_t{128} << 10);
-  // Two ranks whose host reductions lack AVX-512: the direct form up to 2
-  // MiB past the slot; more ranks keep the shard bound.
+  // Two ranks whose host reductions lack AVX-512: the direct form from the
+  // slot's end up to its own bound (64 MiB); more ranks keep the shard bound.
   {
     const std::size_t pair = kNodeMailboxPairAllReduceDirectBytes;
     const std::size_t d = Config::kDefaultLeanDirectBytes;
-    EXPECT_EQ(pair, std::size_t{2} << 20);
+    EXPECT_EQ(pair, std::size_t{64} << 20);
     EXPECT_TRUE(lean_reduction_direct(CollectiveKind::kAllReduce, kLean + 1, 2, kLean, d, false));
     EXPECT_TRUE(lean_reduction_direct(CollectiveKind::kAllReduce, pair, 2, kLean, d, false));
     EXPECT_FALSE(lean_reduction_direct(CollectiveKind::kAllReduce, pair + 1, 2, kLean, d, false));
