@@ -695,7 +695,11 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     const bool past_slot =
         core::lean_reduction_direct(req.kind, data, world_, lean_capacity(), lean_direct_bytes_,
                                     host::host_isa() == host::HostIsa::kAvx512);
-    const bool reduction = past_slot && reduces_apart(req, geometry) && readable_by_node(box);
+    // (Past kRegionReduceBytes not for an input in this process's regions
+    // (allocate_host): the ring over the channels reads it in place.)
+    const bool reduction =
+        past_slot && reduces_apart(req, geometry) && readable_by_node(box) &&
+        !(data > kRegionReduceBytes && box.regions() && box.regions()->owns(req.in.data, data));
     if (past_slot && !reduction) return std::nullopt;
     // A broadcast's receiver that the root helps (receives_split): its
     // output's address and bytes in the place of a direct input's.
@@ -1120,6 +1124,15 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   // KiB pieces, 0.92-1.08 with 256 KiB, alike with 1 MiB (np=4: 0.90-1.30
   // against 0.84-1.09).
   static constexpr std::size_t kReducePieceBytes = std::size_t{256} << 10;
+  // The direct all-reduce of inputs in the node's regions (allocate_host)
+  // up to this much; past it the ring over the channels, which reads them in
+  // place. np=2 without AVX-512, `ruccl-perf --world --allocate-host`, two
+  // rounds alternated, p50 in us, out of place / in place: 128 KiB 20.5-21.3
+  // / 31.9-32.4 direct against the ring's 26.2-26.6 / 32.0-37.1, 512 KiB
+  // 77 / 124 against 74-76 / 109-111, 2 MiB 299-303 / 471-478 against
+  // 276-279 / 401-403, 32 MiB 6423-6655 / 6444-6778 against 5336-5392 /
+  // 4773-4786.
+  static constexpr std::size_t kRegionReduceBytes = std::size_t{512} << 10;
   static constexpr std::size_t kReduceScratchBytes = std::size_t{4} << 20;
   // The direct all-reduce (core::lean_reduction_direct): every rank's input
   // and output stay where they are. Rank me reduces its shard of the
