@@ -14,6 +14,8 @@
 // 2 threads on 2 cores slower).
 #pragma once
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -24,6 +26,16 @@ namespace ruccl::core {
 // Whether `ranks` ranks sharing this machine outnumber its cores.
 inline bool outnumber_cores(std::size_t ranks) noexcept {
   return ranks > std::max(1u, std::thread::hardware_concurrency());
+}
+
+// Whether `ranks` ranks of this process outnumber the cores the calling
+// thread may run on (its CPU affinity: Open MPI binds a process to one core
+// when it starts 2 or fewer): they take turns on those cores.
+inline bool crowd_cores(std::size_t ranks) noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return outnumber_cores(ranks);
+  return ranks > static_cast<std::size_t>(std::max(1, CPU_COUNT(&set)));
 }
 
 inline std::chrono::steady_clock::duration yield_window(bool oversubscribed) noexcept {

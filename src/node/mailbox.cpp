@@ -71,6 +71,16 @@ void futex_wake_all(std::uint32_t* word) {
   (void)syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// How long a waiter whose rank has a core of its own polls with a pause
+// before it yields (Mailbox::wait_until).
+constexpr auto kSpinWindow = std::chrono::microseconds(1);
+
 // A channel: the producer's counter (pieces written) in one cache line, the
 // consumer's (pieces released) in the next, then its slots, each a 64-byte
 // header (piece number, bytes) and the piece.
@@ -517,20 +527,34 @@ Status Mailbox::wait_until(std::size_t me, std::span<const std::size_t> watch,
     return aborted("aborted before waiting for ");
   // A few polls without a pause first: a message due within a few
   // nanoseconds is seen at once (measured: 8-64 B all-reduces 5-8% faster
-  // than polling through the loop below from the start). Then the loop,
-  // which yields the core: no spinning on `pause` in between. A waiter that
-  // shares its core with the rank it waits for (ranks outnumbering the
-  // cores, threads of one process the kernel put on one core) would spin
-  // there while that rank cannot run; 240 pauses are 9 us on the
-  // development VM's AMD EPYC (140 cycles each on recent Intel cores).
-  // Measured there (`ruccl-perf --world --peers mpi`, 300 iterations,
-  // alternated): np=4 on 2 cores, all-reduce of 8 B 21.4 -> 9.3 us (Open
-  // MPI 10-19), broadcast of 8 B 21-45 -> 9-14; one process of 2 ranks,
-  // 8 B, 23.5 -> 4.5 us where the kernel put both on one core (0.5 us either
-  // way where it did not); np=2, one rank per core, alike from 8 B to 256 KiB.
+  // than polling through the loop below from the start). Then, where every
+  // rank has a core of its own (spin_), polls with a pause for up to
+  // kSpinWindow, and then the loop, which yields the core. No longer: a
+  // waiter that shares its core with the rank it waits for spins there
+  // while that rank cannot run. Measured on the development VM's AMD EPYC
+  // (240 pauses 9 us there; 140 cycles each on recent Intel cores),
+  // `ruccl-perf --world --peers mpi`, 300 iterations, alternated, until the
+  // thirty-fourth session 256 polls, 240 with a pause: np=4 on 2 cores
+  // (no spin), all-reduce of 8 B 21.4 -> 9.3 us (Open MPI 10-19), broadcast
+  // of 8 B 21-45 -> 9-14; np=2, broadcast of 8 B 0.60 us with 256 polls,
+  // 1.40 with none, 0.60-0.63 with 1 us of pauses (2 and 4 us alike); one
+  // process of 2 ranks bound to one core (crowd_cores: no spin) 8 B 23.5 ->
+  // 4.2-4.4 us, where 1 us of pauses made it 6.9-7.1.
   for (int poll = 0; poll < 16; ++poll) {
     if (notices.load(std::memory_order_relaxed) != 0) break;
     if (auto r = ready()) return *r;
+  }
+  if (spin_) {
+    const auto until = Clock::now() + kSpinWindow;
+    for (bool noticed = false; !noticed;) {
+      for (int poll = 0; poll < 16 && !noticed; ++poll) {
+        noticed = notices.load(std::memory_order_relaxed) != 0;
+        if (!noticed)
+          if (auto r = ready()) return *r;
+        cpu_relax();
+      }
+      if (Clock::now() >= until) break;
+    }
   }
   const auto start = Clock::now();
   auto next_check = start;

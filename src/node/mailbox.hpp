@@ -7,7 +7,8 @@
 // a rank writes the slot of seq + 2 only after every rank published seq + 1,
 // that is after every rank finished reading seq.
 //
-// Waits poll a few times, then yield (up to 1 ms where every rank has a core,
+// Waits poll a few times (with a pause for up to 1 us where every rank has a
+// core), then yield (up to 1 ms where every rank has a core,
 // 50 us on an oversubscribed node), then sleep on the waiting rank's own futex
 // bell, rung by what it may wait for (await), so that oversubscribed runs do
 // not burn the cores and a piece wakes only its consumer. Every
@@ -123,7 +124,10 @@ class Mailbox {
   // (set_oversubscribed: hosts made of namespaces share the machine's cores).
   // The same on every process of the node.
   bool oversubscribed() const { return oversubscribed_; }
-  void set_oversubscribed(bool machine) { oversubscribed_ = oversubscribed_ || machine; }
+  void set_oversubscribed(bool machine) {
+    oversubscribed_ = oversubscribed_ || machine;
+    spin_ = spin_ && !machine;
+  }
   void close_segment_fd() { segment_.close_fd(); }
   // The slot of node rank `rank` for collective `seq` on `lane`: the lane's
   // capacity (slot_bytes, lean_bytes) to write.
@@ -254,7 +258,8 @@ class Mailbox {
         shape_(shape),
         layout_(layout_of(shape)),
         abort_(abort),
-        oversubscribed_(core::outnumber_cores(shape.ranks)) {}
+        oversubscribed_(core::outnumber_cores(shape.ranks)),
+        spin_(!oversubscribed_ && !core::crowd_cores(shape.per_process)) {}
   std::byte* at(std::size_t offset) const { return segment_.data() + offset; }
   std::byte* slot_at(std::size_t rank, std::uint64_t seq, Lane lane) const;
   // The first notice posted (the mailbox's lasting error); ok if none.
@@ -278,6 +283,10 @@ class Mailbox {
   SegmentLayout layout_;  // of shape_, computed once: every slot and wait reads it
   const std::atomic<bool>* abort_ = nullptr;
   bool oversubscribed_ = false;
+  // Whether its waits poll with a pause before they yield: not where the
+  // ranks outnumber the cores, of the machine or of this process's CPU
+  // affinity (core::crowd_cores; may differ between processes).
+  bool spin_ = true;
   std::size_t process_ = 0;       // this process's index on the node
   std::vector<UniqueFd> pidfds_;  // per process of the node (-1: this one, or none)
   std::vector<pid_t> pids_;
