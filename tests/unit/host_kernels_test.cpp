@@ -109,47 +109,58 @@ std::string where(HostIsa isa, DataType dtype, ReduceOp op, std::size_t count, b
          (in_place ? " in place" : " out of place");
 }
 
+// Every instruction set this CPU runs (the generic one too where
+// `with_generic`), dtype, op and count, with two inputs drawn from `seed`:
+// f(isa, dtype, op, count, a, b).
+template <typename F>
+void for_each_case(bool with_generic, std::uint32_t seed, F f) {
+  for (HostIsa isa : host::kAllHostIsas) {
+    if ((isa == HostIsa::kGeneric && !with_generic) || !host::isa_runs(isa)) continue;
+    for (DataType dtype : kAllDataTypes)
+      for (ReduceOp op : ops_of(dtype))
+        for (std::size_t count : kCounts) {
+          const auto a = input(dtype, count, static_cast<std::uint32_t>(count * seed + 7));
+          const auto b = input(dtype, count, static_cast<std::uint32_t>(count * seed + 8));
+          f(isa, dtype, op, count, a, b);
+        }
+  }
+}
+
 TEST(HostKernels, EveryInstructionSetGivesTheGenericBits) {
   std::size_t compared = 0;
-  for (HostIsa isa : host::kAllHostIsas) {
-    if (isa == HostIsa::kGeneric || !host::isa_runs(isa)) continue;
-    for (DataType dtype : kAllDataTypes) {
-      for (ReduceOp op : ops_of(dtype)) {
-        for (std::size_t count : kCounts) {
-          const std::size_t es = dtype_size(dtype);
-          const auto a = input(dtype, count, static_cast<std::uint32_t>(count * 131 + 7));
-          const auto b = input(dtype, count, static_cast<std::uint32_t>(count * 131 + 8));
-          for (bool in_place : {false, true}) {
-            SCOPED_TRACE(where(isa, dtype, op, count, in_place));
-            // One byte past the end on both sides: no set writes beyond count.
-            std::vector<std::byte> want(a.size() + 1, std::byte{0x5A});
-            std::vector<std::byte> got(a.size() + 1, std::byte{0x5A});
-            if (in_place) {
-              std::memcpy(want.data(), a.data(), a.size());
-              std::memcpy(got.data(), a.data(), a.size());
-            }
-            const void* first_w = in_place ? static_cast<const void*>(want.data()) : a.data();
-            const void* first_g = in_place ? static_cast<const void*>(got.data()) : a.data();
-            ASSERT_TRUE(host::reduce_on(HostIsa::kGeneric, dtype, op, want.data(), first_w,
-                                        b.data(), count));
-            ASSERT_TRUE(host::reduce_on(isa, dtype, op, got.data(), first_g, b.data(), count));
-            if (op == ReduceOp::kMean) {
-              for (std::size_t divisor : {std::size_t{3}, std::size_t{7}}) {
-                ASSERT_TRUE(host::divide_on(HostIsa::kGeneric, dtype, want.data(), count, divisor));
-                ASSERT_TRUE(host::divide_on(isa, dtype, got.data(), count, divisor));
-              }
-            }
-            ASSERT_EQ(want.back(), std::byte{0x5A});
-            ASSERT_EQ(got.back(), std::byte{0x5A});
-            for (std::size_t i = 0; i < count; ++i)
-              ASSERT_TRUE(same_value(dtype, want.data() + i * es, got.data() + i * es))
-                  << "element " << i << " of " << count;
-            ++compared;
+  for_each_case(
+      false, 131,
+      [&](HostIsa isa, DataType dtype, ReduceOp op, std::size_t count,
+          const std::vector<std::byte>& a, const std::vector<std::byte>& b) {
+        const std::size_t es = dtype_size(dtype);
+        for (bool in_place : {false, true}) {
+          SCOPED_TRACE(where(isa, dtype, op, count, in_place));
+          // One byte past the end on both sides: no set writes beyond count.
+          std::vector<std::byte> want(a.size() + 1, std::byte{0x5A});
+          std::vector<std::byte> got(a.size() + 1, std::byte{0x5A});
+          if (in_place) {
+            std::memcpy(want.data(), a.data(), a.size());
+            std::memcpy(got.data(), a.data(), a.size());
           }
+          const void* first_w = in_place ? static_cast<const void*>(want.data()) : a.data();
+          const void* first_g = in_place ? static_cast<const void*>(got.data()) : a.data();
+          ASSERT_TRUE(
+              host::reduce_on(HostIsa::kGeneric, dtype, op, want.data(), first_w, b.data(), count));
+          ASSERT_TRUE(host::reduce_on(isa, dtype, op, got.data(), first_g, b.data(), count));
+          if (op == ReduceOp::kMean) {
+            for (std::size_t divisor : {std::size_t{3}, std::size_t{7}}) {
+              ASSERT_TRUE(host::divide_on(HostIsa::kGeneric, dtype, want.data(), count, divisor));
+              ASSERT_TRUE(host::divide_on(isa, dtype, got.data(), count, divisor));
+            }
+          }
+          ASSERT_EQ(want.back(), std::byte{0x5A});
+          ASSERT_EQ(got.back(), std::byte{0x5A});
+          for (std::size_t i = 0; i < count; ++i)
+            ASSERT_TRUE(same_value(dtype, want.data() + i * es, got.data() + i * es))
+                << "element " << i << " of " << count;
+          ++compared;
         }
-      }
-    }
-  }
+      });
   if (compared == 0) GTEST_SKIP() << "this CPU runs only the generic host loops";
 }
 
@@ -157,33 +168,27 @@ TEST(HostKernels, EveryInstructionSetGivesTheGenericBits) {
 // place into the second on rank 1): the same values as into a buffer of its
 // own, on every set this CPU runs, nothing written past count.
 TEST(HostKernels, DstMayBeEitherOperand) {
-  for (HostIsa isa : host::kAllHostIsas) {
-    if (!host::isa_runs(isa)) continue;
-    for (DataType dtype : kAllDataTypes) {
-      for (ReduceOp op : ops_of(dtype)) {
-        for (std::size_t count : kCounts) {
-          const std::size_t es = dtype_size(dtype);
-          const auto a = input(dtype, count, static_cast<std::uint32_t>(count * 17 + 3));
-          const auto b = input(dtype, count, static_cast<std::uint32_t>(count * 17 + 4));
-          std::vector<std::byte> want(a.size() + 1, std::byte{0x5A});
-          ASSERT_TRUE(host::reduce_on(isa, dtype, op, want.data(), a.data(), b.data(), count));
-          for (bool second : {false, true}) {
-            SCOPED_TRACE(where(isa, dtype, op, count, true) + (second ? " into b" : " into a"));
-            std::vector<std::byte> got(a.size() + 1, std::byte{0x5A});
-            std::memcpy(got.data(), second ? b.data() : a.data(), a.size());
-            ASSERT_TRUE(host::reduce_on(isa, dtype, op, got.data(),
-                                        second ? a.data() : static_cast<const void*>(got.data()),
-                                        second ? static_cast<const void*>(got.data()) : b.data(),
-                                        count));
-            ASSERT_EQ(got.back(), std::byte{0x5A});
-            for (std::size_t i = 0; i < count; ++i)
-              ASSERT_TRUE(same_value(dtype, want.data() + i * es, got.data() + i * es))
-                  << "element " << i << " of " << count;
-          }
-        }
-      }
-    }
-  }
+  for_each_case(true, 17,
+                [](HostIsa isa, DataType dtype, ReduceOp op, std::size_t count,
+                   const std::vector<std::byte>& a, const std::vector<std::byte>& b) {
+                  const std::size_t es = dtype_size(dtype);
+                  std::vector<std::byte> want(a.size() + 1, std::byte{0x5A});
+                  ASSERT_TRUE(
+                      host::reduce_on(isa, dtype, op, want.data(), a.data(), b.data(), count));
+                  for (bool second : {false, true}) {
+                    SCOPED_TRACE(where(isa, dtype, op, count, true) +
+                                 (second ? " into b" : " into a"));
+                    std::vector<std::byte> got(a.size() + 1, std::byte{0x5A});
+                    std::memcpy(got.data(), second ? b.data() : a.data(), a.size());
+                    const void* first = second ? a.data() : static_cast<const void*>(got.data());
+                    const void* other = second ? static_cast<const void*>(got.data()) : b.data();
+                    ASSERT_TRUE(host::reduce_on(isa, dtype, op, got.data(), first, other, count));
+                    ASSERT_EQ(got.back(), std::byte{0x5A});
+                    for (std::size_t i = 0; i < count; ++i)
+                      ASSERT_TRUE(same_value(dtype, want.data() + i * es, got.data() + i * es))
+                          << "element " << i << " of " << count;
+                  }
+                });
 }
 
 TEST(HostKernels, ReduceRunsTheBestSetTheCpuHas) {
