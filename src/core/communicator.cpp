@@ -61,7 +61,7 @@ struct Communicator::Impl {
                  adapter->kind() == DeviceKind::kHost,
                  remote != nullptr && remote->lean_capacity() > 0,
                  remote != nullptr ? remote->node_level_ranks() : 0,
-                 host::host_isa() == host::HostIsa::kAvx512},
+                 host::wide_reductions()},
         algorithms(core::make_table(config)) {}
 
   // A rank outside this communicator's local ranks: refused before anything.

@@ -540,21 +540,15 @@ Status Mailbox::wait_until(std::size_t me, std::span<const std::size_t> watch,
   // 1.40 with none, 0.60-0.63 with 1 us of pauses (2 and 4 us alike); one
   // process of 2 ranks bound to one core (crowd_cores: no spin) 8 B 23.5 ->
   // 4.2-4.4 us, where 1 us of pauses made it 6.9-7.1.
-  for (int poll = 0; poll < 16; ++poll) {
+  Clock::time_point spin_until{};
+  for (int poll = 0;; ++poll) {
     if (notices.load(std::memory_order_relaxed) != 0) break;
     if (auto r = ready()) return *r;
-  }
-  if (spin_) {
-    const auto until = Clock::now() + kSpinWindow;
-    for (bool noticed = false; !noticed;) {
-      for (int poll = 0; poll < 16 && !noticed; ++poll) {
-        noticed = notices.load(std::memory_order_relaxed) != 0;
-        if (!noticed)
-          if (auto r = ready()) return *r;
-        cpu_relax();
-      }
-      if (Clock::now() >= until) break;
-    }
+    if (poll < 16) continue;
+    if (!spin_) break;
+    if (poll == 16) spin_until = Clock::now() + kSpinWindow;
+    else if (poll % 16 == 0 && Clock::now() >= spin_until) break;
+    cpu_relax();
   }
   const auto start = Clock::now();
   auto next_check = start;

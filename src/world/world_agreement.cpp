@@ -393,6 +393,7 @@ class WorldRemoteRanks final : public core::RemoteRanks {
         direct_all_(config.node_single_copy()),
         direct_copy_bytes_(config.node_direct_bytes()),
         lean_direct_bytes_(config.lean_direct_bytes()),
+        wide_reductions_(host::wide_reductions()),
         per_process_(transports_.size()),
         faults_(std::move(faults)),
         record_bytes_(wire_words(world) * sizeof(std::uint64_t)),
@@ -692,9 +693,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
     // that cannot take it (no output buffer, one overlapping its input)
     // goes to the agreement, and so does every rank with it (it sees this
     // rank's full lane): the slots' form would exceed their total.
-    const bool past_slot =
-        core::lean_reduction_direct(req.kind, data, world_, lean_capacity(), lean_direct_bytes_,
-                                    host::host_isa() == host::HostIsa::kAvx512);
+    const bool past_slot = core::lean_reduction_direct(req.kind, data, world_, lean_capacity(),
+                                                       lean_direct_bytes_, wide_reductions_);
     // (Past kRegionReduceBytes not for an input in this process's regions
     // (allocate_host): the ring over the channels reads it in place.)
     const bool reduction =
@@ -1707,6 +1707,8 @@ class WorldRemoteRanks final : public core::RemoteRanks {
   const bool direct_all_;
   const std::size_t direct_copy_bytes_;
   const std::size_t lean_direct_bytes_;
+  // This CPU's host reductions run on 512-bit vectors (core::lean_reduction_direct).
+  const bool wide_reductions_;
   mutable std::atomic<bool> node_readable_{false};  // readable_by_node, once it held
   const std::size_t per_process_;
   // RUCCL_FAULT, parsed once at creation; its drop/corrupt faults act through

@@ -166,8 +166,9 @@ TEST(Selection, OneProcessTakesItsMailboxForSmallCollectivesOnly) {
     past.kind = kind;
     past.lean_direct = std::size_t{64} << 10;
     EXPECT_EQ(pick(c, past, node(1, 2)), Algorithm::kInProcess) << collective_name(kind);
-    if (kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather)
+    if (kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kAllGather) {
       EXPECT_EQ(pick(c, past, node(2, 1)), Algorithm::kNodeMailbox) << collective_name(kind);
+    }
   }
   // Under the flat-ring strategy every transfer is a message, as before.
   EXPECT_EQ(pick(Config().with_global_strategy(GlobalStrategy::kFlatRing), lean_offer(8),

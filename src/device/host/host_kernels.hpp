@@ -27,6 +27,9 @@ const char* isa_name(HostIsa isa) noexcept;  // "generic", "avx2", "avx512"
 bool isa_runs(HostIsa isa) noexcept;
 // The set reduce and divide use.
 HostIsa host_isa() noexcept;
+// Whether that set works on 512-bit vectors (AVX-512): the selection's
+// Topology::wide_reductions, the same on every process of a node.
+inline bool wide_reductions() noexcept { return host_isa() == HostIsa::kAvx512; }
 // reduce and divide on the given set (tests compare the sets); kInvalidArgument
 // where it does not run here.
 Status reduce_on(HostIsa isa, DataType dtype, ReduceOp op, void* dst, const void* a, const void* b,
